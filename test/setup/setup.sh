@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Installs and starts what berth's tests and quickstart need, only where it is missing:
+# a Docker engine, a private registry on 127.0.0.1:5000 with htpasswd auth, and tiny test images
+# made from Debian's busybox-static (no registry access needed to build them).
+# Idempotent: safe to run again; it starts nothing that is already running.
+set -euo pipefail
+
+STATE_DIR=${BERTH_TEST_STATE:-/var/lib/berth-test}
+REGISTRY_ADDR=127.0.0.1:5000
+REGISTRY_USER=berth
+REGISTRY_PASS=berth-test-secret
+LOCAL_IMAGE=berth-test/busybox:latest
+PRIVATE_IMAGE=$REGISTRY_ADDR/berth/private-busybox:latest
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+need_pkgs=()
+command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
+command -v docker-registry >/dev/null 2>&1 || need_pkgs+=(docker-registry)
+[ -x /bin/busybox ] || need_pkgs+=(busybox-static)
+command -v htpasswd >/dev/null 2>&1 || need_pkgs+=(apache2-utils)
+command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
+if [ "${#need_pkgs[@]}" -gt 0 ]; then
+  log "installing ${need_pkgs[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+mkdir -p "$STATE_DIR"
+
+# Docker engine. The daemon is started here and left running: CI ends it with the session.
+if ! timeout 5 docker info >/dev/null 2>&1; then
+  log "starting dockerd"
+  nohup dockerd >"$STATE_DIR/dockerd.log" 2>&1 &
+  echo $! >"$STATE_DIR/dockerd.pid"
+  for _ in $(seq 1 60); do
+    timeout 5 docker info >/dev/null 2>&1 && break
+    sleep 1
+  done
+  timeout 5 docker info >/dev/null 2>&1 || { log "dockerd did not come up:"; tail -n 30 "$STATE_DIR/dockerd.log" >&2; exit 1; }
+fi
+
+# Private registry with htpasswd auth on loopback only.
+if ! curl -s -o /dev/null "http://$REGISTRY_ADDR/v2/"; then
+  log "starting docker-registry on $REGISTRY_ADDR"
+  mkdir -p "$STATE_DIR/registry-data"
+  htpasswd -Bbc "$STATE_DIR/htpasswd" "$REGISTRY_USER" "$REGISTRY_PASS" >/dev/null 2>&1
+  cat >"$STATE_DIR/registry.yml" <<YML
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $STATE_DIR/registry-data
+  delete:
+    enabled: true
+http:
+  addr: $REGISTRY_ADDR
+auth:
+  htpasswd:
+    realm: berth-test
+    path: $STATE_DIR/htpasswd
+YML
+  nohup docker-registry serve "$STATE_DIR/registry.yml" >"$STATE_DIR/registry.log" 2>&1 &
+  echo $! >"$STATE_DIR/registry.pid"
+  for _ in $(seq 1 30); do
+    curl -s -o /dev/null "http://$REGISTRY_ADDR/v2/" && break
+    sleep 0.5
+  done
+  curl -s -o /dev/null "http://$REGISTRY_ADDR/v2/" || { log "registry did not come up"; cat "$STATE_DIR/registry.log" >&2; exit 1; }
+fi
+
+# Test image: busybox-static as a root filesystem, imported without any registry.
+if ! docker image inspect "$LOCAL_IMAGE" >/dev/null 2>&1; then
+  log "building $LOCAL_IMAGE from busybox-static"
+  root=$(mktemp -d)
+  mkdir -p "$root/bin" "$root/tmp" "$root/root" "$root/etc" "$root/proc" "$root/sys" "$root/dev" "$root/logs" "$root/usr/bin"
+  chmod 1777 "$root/tmp"
+  cp /bin/busybox "$root/bin/busybox"
+  for applet in $(/bin/busybox --list); do
+    [ "$applet" = busybox ] || ln -sf busybox "$root/bin/$applet"
+  done
+  ln -sf ../../bin/env "$root/usr/bin/env"
+  echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
+  echo 'root:x:0:' >"$root/etc/group"
+  tar -C "$root" -cf "$STATE_DIR/busybox-rootfs.tar" .
+  rm -rf "$root"
+  docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' -c 'CMD ["/bin/sh"]' \
+    "$STATE_DIR/busybox-rootfs.tar" "$LOCAL_IMAGE" >/dev/null
+fi
+
+# The private image: pushed with credentials, then removed locally so tests really pull it.
+if ! curl -s -f -o /dev/null -u "$REGISTRY_USER:$REGISTRY_PASS" \
+    "http://$REGISTRY_ADDR/v2/berth/private-busybox/manifests/latest" \
+    -H 'Accept: application/vnd.docker.distribution.manifest.v2+json'; then
+  log "pushing $PRIVATE_IMAGE"
+  cfg=$(mktemp -d)
+  echo "$REGISTRY_PASS" | DOCKER_CONFIG=$cfg docker login -u "$REGISTRY_USER" --password-stdin "$REGISTRY_ADDR" >/dev/null 2>&1
+  docker tag "$LOCAL_IMAGE" "$PRIVATE_IMAGE"
+  DOCKER_CONFIG=$cfg docker push "$PRIVATE_IMAGE" >/dev/null
+  rm -rf "$cfg"
+fi
+docker image rm "$PRIVATE_IMAGE" >/dev/null 2>&1 || true
+
+log "ready: docker $(docker version --format '{{.Server.Version}}'), registry $REGISTRY_ADDR, image $LOCAL_IMAGE, private $PRIVATE_IMAGE"
