@@ -1,0 +1,452 @@
+import { hostname } from 'node:os';
+import type Docker from 'dockerode';
+import { EventEmitter } from 'eventemitter3';
+import {
+  BerthError,
+  CancelledError,
+  ConfigError,
+  DEFAULT_STARTUP_MS,
+  ImagePullError,
+  LABEL_CREATED,
+  LABEL_ENVIRONMENT,
+  LABEL_MANAGED,
+  LABEL_OWNER_HOST,
+  LABEL_OWNER_PID,
+  LABEL_SESSION,
+  SESSION_ID,
+  SandboxLostError,
+  StartupTimeoutError,
+  TransferError,
+  UnexpectedEntryError,
+  UnsafeEntryError,
+  applyMirrors,
+  cancelledFrom,
+  extractDirectory,
+  extractSingleFile,
+  packDirectory,
+  packFile,
+  throwIfAborted,
+  type Environment,
+  type EnvironmentEvents,
+  type EnvironmentPhase,
+  type EnvironmentSpec,
+  type ExecOptions,
+  type ExecResult,
+  type ImageRef,
+  type Operation,
+  type TransferOptions,
+  type TransferStats,
+} from '@berth/core';
+import { dockerMessage, isContainerGone, mapDaemonError, mapEnvironmentError, statusOf } from './docker-errors.js';
+import { runExec } from './exec.js';
+import type { DockerBackendOptions } from './options.js';
+import { pullImage, resolveDockerAuth } from './pull.js';
+
+const BACKEND = 'docker';
+
+/** PID 1 of every sandbox: sleeps until killed, or until the spec's lifetime runs out. */
+function initCommand(lifetimeMs: number | undefined): string[] {
+  const body =
+    lifetimeMs === undefined
+      ? 'while :; do sleep 86400 & wait $!; done'
+      : `sleep ${Math.ceil(lifetimeMs / 1000)} & wait $!`;
+  return ['/bin/sh', '-c', `trap 'exit 0' TERM INT; ${body}`];
+}
+
+export class DockerEnvironment implements Environment {
+  readonly id: string;
+  readonly backend = BACKEND;
+  readonly spec: EnvironmentSpec;
+  readonly events = new EventEmitter<EnvironmentEvents>();
+  readonly #docker: Docker;
+  readonly #options: DockerBackendOptions;
+  readonly #image: ImageRef;
+  #phase: EnvironmentPhase = 'created';
+  #container: Docker.Container | undefined;
+  #starting: Promise<void> | undefined;
+  #teardown: Promise<void> | undefined;
+  #lostReason: string | undefined;
+
+  constructor(docker: Docker, options: DockerBackendOptions, spec: EnvironmentSpec, id: string, image: ImageRef) {
+    this.#docker = docker;
+    this.#options = options;
+    this.spec = spec;
+    this.id = id;
+    this.#image = image;
+  }
+
+  get phase(): EnvironmentPhase {
+    return this.#phase;
+  }
+
+  #setPhase(phase: EnvironmentPhase, detail?: string): void {
+    this.#phase = phase;
+    this.events.emit('phase', phase, detail);
+  }
+
+  #ctx(operation: Operation) {
+    return { operation, backend: BACKEND, environmentId: this.id };
+  }
+
+  // ----------------------------------------------------------------------------- lifecycle
+
+  start(opts: { signal?: AbortSignal } = {}): Promise<void> {
+    if (this.#teardown) return Promise.reject(this.#tornDown('start'));
+    this.#starting ??= this.#start(opts.signal);
+    return this.#starting;
+  }
+
+  async #start(signal: AbortSignal | undefined): Promise<void> {
+    const timeoutMs = this.spec.timeouts.startupMs ?? DEFAULT_STARTUP_MS;
+    const controller = new AbortController();
+    let lastStatus = 'created';
+    const timer = setTimeout(() => controller.abort(new Error('startup timeout')), timeoutMs);
+    const onAbort = () => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      throwIfAborted(signal, this.#ctx('start'));
+      await this.#ensureImage(controller.signal, (s) => (lastStatus = s));
+      lastStatus = 'creating container';
+      this.#setPhase('starting');
+      await this.#createAndRun(controller.signal);
+      this.#setPhase('running');
+    } catch (error) {
+      this.#setPhase('failed', error instanceof Error ? error.message : String(error));
+      await this.#removeContainer().catch(() => undefined);
+      if (signal?.aborted) throw cancelledFrom(signal, this.#ctx('start'));
+      // Out of time: unless the failure was already a definite, permanent one, say so.
+      const definite = BerthError.isInstance(error) && !CancelledError.isInstance(error) && error.category === 'permanent_infra';
+      if (controller.signal.aborted && !definite) {
+        throw new StartupTimeoutError({
+          ...this.#ctx('start'),
+          timeoutMs,
+          lastStatus,
+          message: `sandbox did not start within ${timeoutMs} ms (last status: ${lastStatus})`,
+          cause: error,
+        });
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async #imagePresent(ref: string): Promise<boolean> {
+    try {
+      await this.#docker.getImage(ref).inspect();
+      return true;
+    } catch (error) {
+      if (statusOf(error) === 404) return false;
+      throw mapDaemonError(error, this.#ctx('pull')) ?? error;
+    }
+  }
+
+  async #ensureImage(signal: AbortSignal, status: (s: string) => void): Promise<void> {
+    const ref = this.#image.canonical;
+    const policy = this.#options.pullPolicy ?? 'if-missing';
+    if (policy !== 'always' && (await this.#imagePresent(ref))) return;
+    if (policy === 'never') {
+      throw new ImagePullError({
+        ...this.#ctx('pull'),
+        image: this.#image.original,
+        reason: 'not_found',
+        message: `image ${this.#image.original} is not present locally and pullPolicy is 'never'`,
+      });
+    }
+    status(`pulling ${this.#image.original}`);
+    this.#setPhase('pulling');
+    const auth = await resolveDockerAuth(this.#image, this.spec.image.auth, this.#options, this.#ctx('pull'));
+    await pullImage(this.#docker, ref, auth, {
+      ...this.#ctx('pull'),
+      signal,
+      onProgress: (p) => {
+        if (p.total) status(`pulling ${this.#image.original}: ${p.status} ${Math.round(((p.current ?? 0) / p.total) * 100)}%`);
+        this.events.emit('pull', p);
+      },
+    });
+    // A pull cut short by the daemon can "finish" without the image: check.
+    if (!(await this.#imagePresent(ref))) {
+      throw new ImagePullError({
+        ...this.#ctx('pull'),
+        image: this.#image.original,
+        reason: 'transient',
+        message: `pull of ${this.#image.original} ended without the image being present`,
+      });
+    }
+  }
+
+  async #createAndRun(signal: AbortSignal): Promise<void> {
+    const { resources, network, env, workdir, labels, mounts, timeouts } = this.spec;
+    const binds = mounts.filter((m) => m.type === 'bind').map((m) => `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`);
+    const allLabels: Record<string, string> = {
+      ...labels,
+      ...this.#options.labels,
+      [LABEL_MANAGED]: 'true',
+      [LABEL_SESSION]: SESSION_ID,
+      [LABEL_ENVIRONMENT]: this.id,
+      [LABEL_CREATED]: String(Date.now()),
+      [LABEL_OWNER_PID]: String(process.pid),
+      [LABEL_OWNER_HOST]: hostname(),
+    };
+    const hostConfig: Docker.HostConfig = {
+      Init: this.#options.init ?? true,
+      ...(network === 'none' ? { NetworkMode: 'none' } : {}),
+      ...(resources.cpus ? { NanoCpus: Math.round(resources.cpus * 1e9) } : {}),
+      ...(resources.memoryMb ? { Memory: resources.memoryMb * 1024 * 1024 } : {}),
+      ...(binds.length ? { Binds: binds } : {}),
+    };
+    try {
+      this.#container = await this.#docker.createContainer({
+        name: this.id,
+        Image: this.#image.canonical,
+        Entrypoint: [],
+        Cmd: initCommand(timeouts.lifetimeMs),
+        Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+        ...(workdir ? { WorkingDir: workdir } : {}),
+        Labels: allLabels,
+        HostConfig: hostConfig,
+        ...(network === 'none' ? { NetworkDisabled: true } : {}),
+      });
+      throwIfAborted(signal, this.#ctx('start'));
+      await this.#container.start();
+      throwIfAborted(signal, this.#ctx('start'));
+      const info = await this.#container.inspect();
+      if (!info.State.Running) {
+        const logs = await this.#container.logs({ stdout: true, stderr: true, tail: 20 }).catch(() => Buffer.alloc(0));
+        throw new ConfigError({
+          ...this.#ctx('start'),
+          path: 'spec.image',
+          message: `sandbox exited right after starting (${info.State.Status}, exit ${info.State.ExitCode}): berth needs /bin/sh in the image. Output: ${logs.toString('utf8').replace(/[\x00-\x08]/g, '').slice(-500)}`,
+        });
+      }
+    } catch (error) {
+      throw mapDaemonError(error, this.#ctx('start')) ?? this.#startError(error);
+    }
+  }
+
+  #startError(error: unknown): unknown {
+    if (BerthError.isInstance(error)) return error;
+    const message = dockerMessage(error);
+    if (/executable file not found|no such file or directory/i.test(message)) {
+      return new ConfigError({
+        ...this.#ctx('start'),
+        path: 'spec.image',
+        message: `image ${this.#image.original} cannot run berth's init (/bin/sh): ${message}`,
+        cause: error,
+      });
+    }
+    if (/Minimum memory limit|NanoCPUs|range of CPUs|cannot be larger/i.test(message)) {
+      return new ConfigError({ ...this.#ctx('start'), path: 'spec.resources', message: `resources refused by Docker: ${message}`, cause: error });
+    }
+    return error;
+  }
+
+  async teardown(_opts: { signal?: AbortSignal } = {}): Promise<void> {
+    this.#teardown ??= (async () => {
+      // Let an in-flight start finish (or fail) first, so its container is not left behind.
+      if (this.#starting) await this.#starting.catch(() => undefined);
+      this.#setPhase('stopping');
+      await this.#removeContainer();
+      this.#setPhase('stopped');
+    })();
+    return this.#teardown;
+  }
+
+  async #removeContainer(): Promise<void> {
+    const container = this.#container ?? this.#docker.getContainer(this.id);
+    try {
+      await container.remove({ force: true, v: true });
+    } catch (error) {
+      const status = statusOf(error);
+      // Already gone, or already being removed: that is what teardown wants.
+      if (status === 404 || (status === 409 && /already in progress/i.test(dockerMessage(error)))) return;
+      throw mapDaemonError(error, this.#ctx('teardown')) ?? error;
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.teardown();
+  }
+
+  // ----------------------------------------------------------------------------- state checks
+
+  #tornDown(operation: Operation): ConfigError {
+    return new ConfigError({
+      ...this.#ctx(operation),
+      message: `environment ${this.id} was torn down; ${operation} needs a new environment`,
+    });
+  }
+
+  #usable(operation: Operation): Docker.Container {
+    if (this.#teardown) throw this.#tornDown(operation);
+    if (this.#lostReason) throw this.#lost(operation, this.#lostReason);
+    if (!this.#container || this.#phase !== 'running') {
+      throw new ConfigError({ ...this.#ctx(operation), message: `environment ${this.id} is not running (phase ${this.#phase}): call start() first` });
+    }
+    return this.#container;
+  }
+
+  #lost(operation: Operation, reason: string, cause?: unknown): SandboxLostError {
+    return new SandboxLostError({
+      ...this.#ctx(operation),
+      message: `sandbox ${this.id} was lost during ${operation}: ${reason}`,
+      lastState: reason,
+      cause,
+    });
+  }
+
+  #markLost(reason: string): void {
+    if (this.#lostReason) return;
+    this.#lostReason = reason;
+    this.#setPhase('lost', reason);
+    this.events.emit('lost', reason);
+  }
+
+  /** Ask the engine whether the sandbox is still alive; marks it lost if not. */
+  async #checkAlive(operation: Operation): Promise<SandboxLostError | undefined> {
+    if (this.#lostReason) return this.#lost(operation, this.#lostReason);
+    const container = this.#container ?? this.#docker.getContainer(this.id);
+    try {
+      const info = await container.inspect();
+      if (info.State.Running && !info.State.Paused && !info.State.Restarting) return undefined;
+      const reason = info.State.OOMKilled ? 'OOMKilled' : `${info.State.Status} (exit ${info.State.ExitCode})`;
+      this.#markLost(reason);
+      return this.#lost(operation, reason);
+    } catch (error) {
+      if (statusOf(error) === 404) {
+        this.#markLost('removed');
+        return this.#lost(operation, 'removed', error);
+      }
+      throw mapDaemonError(error, this.#ctx(operation)) ?? error;
+    }
+  }
+
+  #mapError(error: unknown, operation: Operation): unknown {
+    const mapped = mapEnvironmentError(error, this.#ctx(operation));
+    if (mapped && SandboxLostError.isInstance(mapped)) this.#markLost(mapped.lastState ?? 'gone');
+    return mapped ?? error;
+  }
+
+  // ----------------------------------------------------------------------------- exec
+
+  async exec(command: string | readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
+    const container = this.#usable('exec');
+    const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
+    if (argv.length === 0 || typeof argv[0] !== 'string' || argv[0].length === 0) {
+      throw new ConfigError({ ...this.#ctx('exec'), path: 'command', message: 'exec needs a non-empty command: a shell string or an argv array' });
+    }
+    if (opts.timeoutMs !== undefined && !(opts.timeoutMs > 0)) {
+      throw new ConfigError({ ...this.#ctx('exec'), path: 'opts.timeoutMs', message: `timeoutMs must be a positive number of milliseconds, got ${opts.timeoutMs}` });
+    }
+    throwIfAborted(opts.signal, this.#ctx('exec'));
+    let outcome;
+    try {
+      outcome = await runExec(container, argv, opts, {});
+    } catch (error) {
+      throw this.#mapError(error, 'exec');
+    }
+    if (outcome.suspicious || outcome.cancelled) {
+      const lost = await this.#checkAlive('exec');
+      if (lost) throw lost;
+    }
+    if (outcome.cancelled) throw cancelledFrom(opts.signal!, this.#ctx('exec'));
+    return outcome.result;
+  }
+
+  // ----------------------------------------------------------------------------- transfers
+
+  async #transfer<T>(
+    operation: 'upload' | 'download',
+    paths: { localPath: string; remotePath: string },
+    opts: TransferOptions,
+    body: (container: Docker.Container) => Promise<T>,
+  ): Promise<T> {
+    const container = this.#usable(operation);
+    throwIfAborted(opts.signal, this.#ctx(operation));
+    const fail = (reason: ConstructorParameters<typeof TransferError>[0]['reason'], message: string, cause: unknown, category?: 'task_failure' | 'permanent_infra') =>
+      new TransferError({ ...this.#ctx(operation), ...paths, reason, message, cause, ...(category ? { category } : {}) });
+    const verb = operation === 'upload' ? `upload ${paths.localPath} -> ${paths.remotePath}` : `download ${paths.remotePath} -> ${paths.localPath}`;
+
+    // A stopped container's filesystem still accepts archives: check liveness around the copy.
+    const before = await this.#checkAlive(operation);
+    if (before) throw fail('sandbox_lost', `${verb} failed: the sandbox is gone`, before);
+    let result: T;
+    try {
+      result = await body(container);
+    } catch (error) {
+      if (opts.signal?.aborted) throw cancelledFrom(opts.signal, this.#ctx(operation));
+      const lost = isContainerGone(error) ? await this.#checkAlive(operation) : await this.#checkAlive(operation).catch(() => undefined);
+      if (lost) throw fail('sandbox_lost', `${verb} failed: the sandbox is gone`, lost);
+      if (TransferError.isInstance(error)) throw error;
+      if (error instanceof UnsafeEntryError) throw fail('unsafe_entry', `${verb} refused: ${error.message}`, error);
+      if (error instanceof UnexpectedEntryError) throw fail('not_found', `${verb} failed: ${error.message}`, error, 'task_failure');
+      const code = (error as NodeJS.ErrnoException).code;
+      if (typeof code === 'string' && ['ENOENT', 'ENOTDIR', 'EACCES', 'EISDIR', 'ENOSPC', 'EROFS', 'EEXIST'].includes(code) && statusOf(error) === undefined) {
+        throw fail('local_io', `${verb} failed on the local side: ${(error as Error).message}`, error);
+      }
+      const status = statusOf(error);
+      if (status === 404) throw fail('not_found', `${verb} failed: ${paths.remotePath} does not exist in the sandbox`, error, 'task_failure');
+      const daemon = mapDaemonError(error, this.#ctx(operation));
+      if (daemon) throw fail('interrupted', `${verb} failed: ${daemon.message}`, daemon);
+      throw fail('remote_io', `${verb} failed: ${dockerMessage(error)}`, error);
+    }
+    const after = await this.#checkAlive(operation);
+    if (after) throw fail('sandbox_lost', `${verb} failed: the sandbox died during the transfer`, after);
+    return result;
+  }
+
+  #checkRemote(path: string, operation: Operation): void {
+    if (!path.startsWith('/')) {
+      throw new ConfigError({ ...this.#ctx(operation), path: 'remotePath', message: `remote paths are absolute inside the sandbox; got "${path}"` });
+    }
+  }
+
+  async #put(container: Docker.Container, packed: { stream: NodeJS.ReadableStream | unknown; done: Promise<TransferStats> }, signal?: AbortSignal): Promise<TransferStats> {
+    packed.done.catch(() => undefined);
+    const stream = packed.stream as NodeJS.ReadableStream & { destroy(e?: Error): void };
+    const onAbort = () => stream.destroy(new Error('aborted'));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      // Whichever fails first wins: a local read error or the engine refusing the archive.
+      const [, stats] = await Promise.all([container.putArchive(stream, { path: '/' }), packed.done]);
+      return stats;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async uploadFile(localPath: string, remotePath: string, opts: TransferOptions = {}): Promise<void> {
+    this.#checkRemote(remotePath, 'upload');
+    await this.#transfer('upload', { localPath, remotePath }, opts, (c) => this.#put(c, packFile(localPath, remotePath), opts.signal));
+  }
+
+  async uploadDir(localDir: string, remoteDir: string, opts: TransferOptions = {}): Promise<TransferStats> {
+    this.#checkRemote(remoteDir, 'upload');
+    return this.#transfer('upload', { localPath: localDir, remotePath: remoteDir }, opts, (c) =>
+      this.#put(c, packDirectory(localDir, remoteDir), opts.signal),
+    );
+  }
+
+  async #get(container: Docker.Container, remotePath: string, signal: AbortSignal | undefined): Promise<NodeJS.ReadableStream> {
+    const stream = (await container.getArchive({ path: remotePath })) as NodeJS.ReadableStream & { destroy(e?: Error): void };
+    signal?.addEventListener('abort', () => stream.destroy(new Error('aborted')), { once: true });
+    return stream;
+  }
+
+  async downloadFile(remotePath: string, localPath: string, opts: TransferOptions = {}): Promise<void> {
+    this.#checkRemote(remotePath, 'download');
+    await this.#transfer('download', { localPath, remotePath }, opts, async (c) =>
+      extractSingleFile(await this.#get(c, remotePath, opts.signal), localPath, remotePath),
+    );
+  }
+
+  async downloadDir(remoteDir: string, localDir: string, opts: TransferOptions = {}): Promise<TransferStats> {
+    this.#checkRemote(remoteDir, 'download');
+    const normalised = remoteDir.length > 1 ? remoteDir.replace(/\/+$/, '') : remoteDir;
+    return this.#transfer('download', { localPath: localDir, remotePath: remoteDir }, opts, async (c) =>
+      extractDirectory(await this.#get(c, normalised, opts.signal), localDir),
+    );
+  }
+}
+

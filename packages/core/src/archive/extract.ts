@@ -1,0 +1,198 @@
+import { createWriteStream } from 'node:fs';
+import { chmod, link, lstat, mkdir, realpath, symlink, unlink, utimes, writeFile } from 'node:fs/promises';
+import { dirname, isAbsolute, posix, relative, resolve } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { extract as tarExtract } from 'tar-stream';
+import type { TransferStats } from '../contract.js';
+
+/** An entry that would land outside the target directory. */
+export class UnsafeEntryError extends Error {
+  readonly entry: string;
+  constructor(entry: string, why: string) {
+    super(`refused archive entry "${entry}": ${why}`);
+    this.name = 'UnsafeEntryError';
+    this.entry = entry;
+  }
+}
+
+/** The archive held something other than what was asked for (a directory for a file...). */
+export class UnexpectedEntryError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnexpectedEntryError';
+  }
+}
+
+const SMALL_FILE = 256 * 1024;
+
+function isInside(root: string, target: string): boolean {
+  const rel = relative(root, target);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/** Strip the archive's top component (the remote directory's own name) and validate the rest. */
+function entryPath(name: string): string | undefined {
+  const clean = posix.normalize(name.replace(/\\/g, '/'));
+  if (posix.isAbsolute(clean)) throw new UnsafeEntryError(name, 'absolute path');
+  const parts = clean.split('/').filter((p) => p !== '' && p !== '.');
+  if (parts.includes('..')) throw new UnsafeEntryError(name, 'path escapes the target with ".."');
+  parts.shift();
+  return parts.length === 0 ? undefined : parts.join('/');
+}
+
+/**
+ * Extract a tar stream (as Docker's archive API sends it: entries under the source's basename)
+ * into `localDir`. Refuses entries that would land outside it: '..', absolute names, symlinks
+ * whose target points outside, and anything that would be written through a symlink.
+ * Streams entry by entry: memory does not grow with the size of the tree.
+ */
+export async function extractDirectory(source: NodeJS.ReadableStream, localDir: string): Promise<TransferStats> {
+  const started = Date.now();
+  const stats: TransferStats = { files: 0, directories: 0, symlinks: 0, bytes: 0, durationMs: 0 };
+  await mkdir(localDir, { recursive: true });
+  const root = await realpath(localDir);
+  const safeDirs = new Set<string>([root]);
+  const dirModes: Array<[string, number, Date]> = [];
+
+  // Every parent of a written path must really be inside root (no symlink on the way).
+  async function ensureParent(dest: string, entry: string): Promise<void> {
+    const parent = dirname(dest);
+    if (safeDirs.has(parent)) return;
+    await mkdir(parent, { recursive: true });
+    const real = await realpath(parent);
+    if (!isInside(root, real)) throw new UnsafeEntryError(entry, 'a parent directory is a symlink pointing outside the target');
+    safeDirs.add(parent);
+  }
+
+  async function removeIfLink(dest: string): Promise<void> {
+    try {
+      const st = await lstat(dest);
+      if (st.isSymbolicLink() || st.isFile()) await unlink(dest);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
+
+  const extract = tarExtract();
+  const feeding = pipeline(source, extract as unknown as NodeJS.WritableStream);
+  feeding.catch(() => undefined); // surfaced through the iterator below
+  for await (const entry of extract) {
+    const header = entry.header;
+    const rel = entryPath(header.name);
+    if (rel === undefined) {
+      // The top directory itself.
+      if (header.type !== 'directory') throw new UnexpectedEntryError(`${header.name} is not a directory: use downloadFile`);
+      if (header.type === 'directory') dirModes.push([root, header.mode ?? 0o755, header.mtime ?? new Date()]);
+      entry.resume();
+      continue;
+    }
+    const dest = resolve(root, rel);
+    if (!isInside(root, dest)) throw new UnsafeEntryError(header.name, 'lands outside the target');
+    await ensureParent(dest, header.name);
+    switch (header.type) {
+      case 'directory': {
+        await mkdir(dest, { recursive: true });
+        const real = await realpath(dest);
+        if (!isInside(root, real)) throw new UnsafeEntryError(header.name, 'is a symlink pointing outside the target');
+        safeDirs.add(dest);
+        dirModes.push([dest, header.mode ?? 0o755, header.mtime ?? new Date()]);
+        stats.directories++;
+        entry.resume();
+        break;
+      }
+      case 'symlink': {
+        const target = header.linkname ?? '';
+        if (isAbsolute(target)) throw new UnsafeEntryError(header.name, `symlink to absolute path "${target}" points outside the target`);
+        if (!isInside(root, resolve(dirname(dest), target))) {
+          throw new UnsafeEntryError(header.name, `symlink to "${target}" points outside the target`);
+        }
+        await removeIfLink(dest);
+        await symlink(target, dest);
+        stats.symlinks++;
+        entry.resume();
+        break;
+      }
+      case 'link': {
+        const targetRel = entryPath(header.linkname ?? '');
+        const target = targetRel === undefined ? undefined : resolve(root, targetRel);
+        if (!target || !isInside(root, target)) throw new UnsafeEntryError(header.name, 'hard link points outside the target');
+        await removeIfLink(dest);
+        await link(target, dest);
+        stats.files++;
+        entry.resume();
+        break;
+      }
+      case 'file':
+      case 'contiguous-file': {
+        await removeIfLink(dest);
+        const mode = (header.mode ?? 0o644) & 0o7777;
+        if ((header.size ?? 0) < SMALL_FILE) {
+          const chunks: Buffer[] = [];
+          for await (const chunk of entry) chunks.push(chunk as Buffer);
+          await writeFile(dest, Buffer.concat(chunks), { mode });
+        } else {
+          await pipeline(entry as unknown as NodeJS.ReadableStream, createWriteStream(dest, { mode }));
+        }
+        // writeFile's mode is masked by umask; set it exactly.
+        await chmod(dest, mode);
+        if (header.mtime) await utimes(dest, header.mtime, header.mtime);
+        stats.files++;
+        stats.bytes += header.size ?? 0;
+        break;
+      }
+      default:
+        // Devices and FIFOs are not data; skip them.
+        entry.resume();
+    }
+  }
+  await feeding;
+  // Directory modes last and deepest first, so a read-only directory does not block its children.
+  for (const [dir, mode, mtime] of dirModes.reverse()) {
+    await chmod(dir, mode & 0o7777);
+    await utimes(dir, mtime, mtime);
+  }
+  stats.durationMs = Date.now() - started;
+  return stats;
+}
+
+/**
+ * Extract the single file of a tar stream (Docker's archive of one path) to `localPath`.
+ * Fails if the path was a directory or a symlink: ask for the right thing instead.
+ */
+export async function extractSingleFile(source: NodeJS.ReadableStream, localPath: string, remotePath: string): Promise<number> {
+  const extract = tarExtract();
+  const feeding = pipeline(source, extract as unknown as NodeJS.WritableStream);
+  feeding.catch(() => undefined);
+  let bytes = -1;
+  for await (const entry of extract) {
+    const header = entry.header;
+    if (bytes >= 0) {
+      entry.resume();
+      continue;
+    }
+    if (header.type === 'directory') throw new UnexpectedEntryError(`${remotePath} is a directory: use downloadDir`);
+    if (header.type === 'symlink') {
+      throw new UnexpectedEntryError(`${remotePath} is a symlink to "${header.linkname ?? ''}": download its target instead`);
+    }
+    if (header.type !== 'file' && header.type !== 'contiguous-file') {
+      throw new UnexpectedEntryError(`${remotePath} is not a regular file (${header.type ?? 'unknown'})`);
+    }
+    await mkdir(dirname(localPath), { recursive: true });
+    await removeExistingLink(localPath);
+    const mode = (header.mode ?? 0o644) & 0o7777;
+    await pipeline(entry as unknown as NodeJS.ReadableStream, createWriteStream(localPath, { mode }));
+    await chmod(localPath, mode);
+    bytes = header.size ?? 0;
+  }
+  await feeding;
+  if (bytes < 0) throw new UnexpectedEntryError(`the archive of ${remotePath} was empty`);
+  return bytes;
+}
+
+async function removeExistingLink(path: string): Promise<void> {
+  try {
+    if ((await lstat(path)).isSymbolicLink()) await unlink(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+}

@@ -1,0 +1,124 @@
+import { createReadStream } from 'node:fs';
+import { lstat, opendir, readFile, readlink } from 'node:fs/promises';
+import { join, posix } from 'node:path';
+import { pack as tarPack, type Pack } from 'tar-stream';
+import type { TransferStats } from '../contract.js';
+
+/** Files smaller than this are read whole; larger ones are streamed into the tar. */
+const SMALL_FILE = 256 * 1024;
+
+export interface PackedTree {
+  /** The tar byte stream: pipe it to the backend. Backpressure-driven; nothing is buffered whole. */
+  stream: Pack;
+  /** Settles when every entry has been written (or rejects on a local read error). */
+  done: Promise<TransferStats>;
+}
+
+/** Tar entry name for a path inside the sandbox: relative to '/', POSIX separators. */
+export function archiveName(remotePath: string): string {
+  const normalised = posix.normalize(remotePath).replace(/^\/+/, '').replace(/\/+$/, '');
+  return normalised === '.' ? '' : normalised;
+}
+
+function writeEntry(pack: Pack, header: Parameters<Pack['entry']>[0], body?: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (body) pack.entry(header, body, (err) => (err ? reject(err) : resolve()));
+    else pack.entry(header, (err) => (err ? reject(err) : resolve()));
+  });
+}
+
+function streamEntry(pack: Pack, header: Parameters<Pack['entry']>[0], path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const sink = pack.entry(header, (err) => (err ? reject(err) : resolve()));
+    const source = createReadStream(path, { highWaterMark: 1024 * 1024 });
+    source.on('error', (err) => {
+      sink.destroy(err);
+      reject(err);
+    });
+    source.pipe(sink as unknown as NodeJS.WritableStream);
+  });
+}
+
+const OWNER = { uid: 0, gid: 0, uname: 'root', gname: 'root' };
+
+/**
+ * Stream a local file as a one-entry tar whose entry lands at `remotePath` when extracted at '/'.
+ */
+export function packFile(localPath: string, remotePath: string): PackedTree {
+  const stream = tarPack();
+  const started = Date.now();
+  const done = (async (): Promise<TransferStats> => {
+    try {
+      const st = await lstat(localPath);
+      const header = { name: archiveName(remotePath), mode: st.mode & 0o7777, mtime: st.mtime, size: st.size, type: 'file' as const, ...OWNER };
+      if (st.size < SMALL_FILE) await writeEntry(stream, header, await readFile(localPath));
+      else await streamEntry(stream, header, localPath);
+      stream.finalize();
+      return { files: 1, directories: 0, symlinks: 0, bytes: st.size, durationMs: Date.now() - started };
+    } catch (error) {
+      stream.destroy(error as Error);
+      throw error;
+    }
+  })();
+  return { stream, done };
+}
+
+/**
+ * Stream a local directory tree as a tar whose entries land under `remoteDir` when extracted at
+ * '/'. Keeps modes (exec bits), symlinks (as links) and empty directories; sockets and FIFOs are
+ * skipped. Parents of remoteDir are not emitted, so existing ones keep their modes.
+ */
+export function packDirectory(localDir: string, remoteDir: string): PackedTree {
+  const stream = tarPack();
+  const started = Date.now();
+  const prefix = archiveName(remoteDir);
+  const stats: TransferStats = { files: 0, directories: 0, symlinks: 0, bytes: 0, durationMs: 0 };
+  const nameOf = (rel: string) => (prefix ? (rel ? `${prefix}/${rel}` : prefix) : rel);
+
+  async function walk(dir: string, rel: string): Promise<number> {
+    let count = 0;
+    const handle = await opendir(dir);
+    for await (const dirent of handle) {
+      count++;
+      const childRel = rel ? `${rel}/${dirent.name}` : dirent.name;
+      const childPath = join(dir, dirent.name);
+      const st = await lstat(childPath);
+      const base = { name: nameOf(childRel), mode: st.mode & 0o7777, mtime: st.mtime, ...OWNER };
+      if (st.isSymbolicLink()) {
+        await writeEntry(stream, { ...base, type: 'symlink', linkname: await readlink(childPath) });
+        stats.symlinks++;
+      } else if (st.isDirectory()) {
+        await writeEntry(stream, { ...base, type: 'directory' });
+        stats.directories++;
+        await walk(childPath, childRel);
+      } else if (st.isFile()) {
+        const header = { ...base, type: 'file' as const, size: st.size };
+        if (st.size < SMALL_FILE) await writeEntry(stream, header, await readFile(childPath));
+        else await streamEntry(stream, header, childPath);
+        stats.files++;
+        stats.bytes += st.size;
+      }
+    }
+    return count;
+  }
+
+  const done = (async (): Promise<TransferStats> => {
+    try {
+      const st = await lstat(localDir);
+      if (!st.isDirectory()) throw Object.assign(new Error(`${localDir} is not a directory`), { code: 'ENOTDIR' });
+      const entries = await walk(localDir, '');
+      // An empty source still makes its directory: emit it explicitly. A non-empty one gets its
+      // directory from its entries, so an existing target (say /tmp) keeps its own mode.
+      if (entries === 0 && prefix) {
+        await writeEntry(stream, { name: prefix, mode: st.mode & 0o7777, mtime: st.mtime, type: 'directory', ...OWNER });
+      }
+      stream.finalize();
+      stats.durationMs = Date.now() - started;
+      return stats;
+    } catch (error) {
+      stream.destroy(error as Error);
+      throw error;
+    }
+  })();
+  return { stream, done };
+}

@@ -1,0 +1,130 @@
+import type { EventEmitter } from 'eventemitter3';
+import type { EnvironmentSpec, EnvironmentSpecInput, ImageAuth } from './spec.js';
+
+export const SPECIFICATION_VERSION = 'berth-backend-v1' as const;
+
+export interface ExecOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Kill the command (its whole process tree) after this long and return `timedOut: true`. */
+  timeoutMs?: number;
+  stdin?: string | Uint8Array;
+  /** Per stream; the tail is kept. Default 10 MiB. */
+  maxOutputBytes?: number;
+  onStdout?: (chunk: Uint8Array) => void;
+  onStderr?: (chunk: Uint8Array) => void;
+  /** Aborting kills the command's process tree and rejects with CancelledError. */
+  signal?: AbortSignal;
+}
+
+/**
+ * A command that ran. A non-zero exit or a timeout is data for the caller, not an exception:
+ * exec() rejects only when the infrastructure failed.
+ */
+export interface ExecResult {
+  exitCode: number;
+  /** Set when berth killed the command (timeout). */
+  signal?: string;
+  stdout: string;
+  stderr: string;
+  /** The raw bytes behind stdout/stderr, for output that is not UTF-8. */
+  stdoutBytes: Uint8Array;
+  stderrBytes: Uint8Array;
+  timedOut: boolean;
+  truncated: { stdout: boolean; stderr: boolean };
+  durationMs: number;
+}
+
+export interface TransferOptions {
+  signal?: AbortSignal;
+}
+
+export interface TransferStats {
+  files: number;
+  directories: number;
+  symlinks: number;
+  bytes: number;
+  durationMs: number;
+}
+
+export type EnvironmentPhase = 'created' | 'pulling' | 'starting' | 'running' | 'lost' | 'stopping' | 'stopped' | 'failed';
+
+export interface PullProgress {
+  image: string;
+  status: string;
+  layer?: string;
+  current?: number;
+  total?: number;
+}
+
+export interface EnvironmentEvents {
+  phase: (phase: EnvironmentPhase, detail?: string) => void;
+  pull: (progress: PullProgress) => void;
+  /** The sandbox was seen to die while in use. */
+  lost: (reason: string) => void;
+}
+
+export interface Environment extends AsyncDisposable {
+  readonly id: string;
+  readonly backend: string;
+  readonly spec: EnvironmentSpec;
+  readonly phase: EnvironmentPhase;
+  readonly events: EventEmitter<EnvironmentEvents>;
+  start(opts?: { signal?: AbortSignal }): Promise<void>;
+  exec(command: string | readonly string[], opts?: ExecOptions): Promise<ExecResult>;
+  uploadFile(localPath: string, remotePath: string, opts?: TransferOptions): Promise<void>;
+  uploadDir(localDir: string, remoteDir: string, opts?: TransferOptions): Promise<TransferStats>;
+  downloadFile(remotePath: string, localPath: string, opts?: TransferOptions): Promise<void>;
+  downloadDir(remoteDir: string, localDir: string, opts?: TransferOptions): Promise<TransferStats>;
+  /** Idempotent; never throws because the sandbox is already gone. */
+  teardown(opts?: { signal?: AbortSignal }): Promise<void>;
+}
+
+export type ImageAuthKind = 'basic' | 'identityToken' | 'aws' | 'secretName' | 'dockerConfig';
+
+export interface Capabilities {
+  gpus: boolean;
+  networkModes: ReadonlyArray<'public' | 'none'>;
+  imageAuth: readonly ImageAuthKind[];
+  mounts: ReadonlyArray<'image' | 'bind'>;
+  /** Does the engine enforce resources.cpus / memoryMb / storageMb? */
+  resourceLimits: { cpus: boolean; memory: boolean; storage: boolean };
+}
+
+export type PreflightStatus = 'ok' | 'warn' | 'fail';
+
+export interface PreflightCheck {
+  name: string;
+  status: PreflightStatus;
+  message: string;
+  /** The error behind a failed check, serialised (secrets redacted). */
+  error?: import('./errors.js').SerializedError;
+}
+
+export interface PreflightReport {
+  backend: string;
+  ok: boolean;
+  checks: PreflightCheck[];
+}
+
+export interface SweepReport {
+  backend: string;
+  removed: string[];
+  failed: Array<{ id: string; message: string }>;
+}
+
+export interface Backend {
+  readonly specificationVersion: typeof SPECIFICATION_VERSION;
+  readonly name: string;
+  readonly capabilities: Capabilities;
+  /** Validates the spec (ConfigError / CapabilityError); does no I/O. */
+  environment(spec: EnvironmentSpecInput): Environment;
+  /** environment(spec) then start(); on failure the half-made sandbox is removed before rejecting. */
+  start(spec: EnvironmentSpecInput, opts?: { signal?: AbortSignal }): Promise<Environment>;
+  /** Can this backend run this spec, before a run tries 500 times? Never throws for a failed check. */
+  preflight(spec?: EnvironmentSpecInput): Promise<PreflightReport>;
+  /** Remove berth-labelled resources left behind by dead processes. */
+  sweep(opts?: { olderThanMs?: number; session?: string }): Promise<SweepReport>;
+}
+
+export type { EnvironmentSpec, EnvironmentSpecInput, ImageAuth };
