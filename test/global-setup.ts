@@ -1,0 +1,43 @@
+// Runs once around the whole test run: checks that the real parts the tests need are there, and
+// afterwards that no test left a berth-labelled container behind.
+import { execFileSync } from 'node:child_process';
+import Docker from 'dockerode';
+
+const docker = new Docker();
+let startedAt = 0;
+
+export async function setup(): Promise<void> {
+  startedAt = Date.now();
+  try {
+    await docker.ping();
+  } catch (error) {
+    throw new Error(`the tests need a running Docker engine; run test/setup/setup.sh first (${(error as Error).message})`);
+  }
+  try {
+    const res = await fetch('http://127.0.0.1:5000/v2/');
+    if (res.status !== 401) throw new Error(`expected 401 from the auth-protected registry, got ${res.status}`);
+  } catch (error) {
+    throw new Error(`the tests need the private registry on 127.0.0.1:5000; run test/setup/setup.sh first (${(error as Error).message})`);
+  }
+  try {
+    await docker.getImage('berth-test/busybox:latest').inspect();
+  } catch {
+    throw new Error('the tests need the image berth-test/busybox:latest; run test/setup/setup.sh first');
+  }
+}
+
+export async function teardown(): Promise<void> {
+  const left = await docker.listContainers({ all: true, filters: { label: ['berth.managed=true'] } });
+  const ours = left.filter((c) => Number(c.Labels['berth.created'] ?? 0) >= startedAt);
+  if (ours.length > 0) {
+    const names = ours.map((c) => `${c.Names[0] ?? c.Id} (${c.Image}, ${c.State})`);
+    for (const c of ours) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+    throw new Error(`the test run left ${ours.length} berth container(s) behind: ${names.join(', ')}`);
+  }
+  // Keep the machine clean for the next run as well: no dangling private image copies.
+  try {
+    execFileSync('docker', ['image', 'rm', '127.0.0.1:5000/berth/private-busybox:latest'], { stdio: 'ignore' });
+  } catch {
+    /* not present */
+  }
+}
