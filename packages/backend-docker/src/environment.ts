@@ -103,15 +103,25 @@ export class DockerEnvironment implements Environment {
     const timer = setTimeout(() => controller.abort(new Error('startup timeout')), timeoutMs);
     const onAbort = () => controller.abort(signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
-    try {
+    // Engine calls that hang must not hold start() past its deadline: race them with the abort.
+    const aborted = new Promise<never>((_, reject) => {
+      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+    });
+    aborted.catch(() => undefined);
+    const work = (async () => {
       throwIfAborted(signal, this.#ctx('start'));
       await this.#ensureImage(controller.signal, (s) => (lastStatus = s));
       lastStatus = 'creating container';
       this.#setPhase('starting');
       await this.#createAndRun(controller.signal);
+    })();
+    try {
+      await Promise.race([work, aborted]);
       this.#setPhase('running');
     } catch (error) {
       this.#setPhase('failed', error instanceof Error ? error.message : String(error));
+      // The work may still create the container after we gave up: remove it once it settles.
+      await Promise.race([work.catch(() => undefined), new Promise((r) => setTimeout(r, 5000))]);
       await this.#removeContainer().catch(() => undefined);
       if (signal?.aborted) throw cancelledFrom(signal, this.#ctx('start'));
       // Out of time: unless the failure was already a definite, permanent one, say so.
@@ -303,22 +313,31 @@ export class DockerEnvironment implements Environment {
     this.events.emit('lost', reason);
   }
 
-  /** Ask the engine whether the sandbox is still alive; marks it lost if not. */
-  async #checkAlive(operation: Operation): Promise<SandboxLostError | undefined> {
+  /**
+   * Ask the engine whether the sandbox is still alive; marks it lost if not. `settleMs` polls a
+   * little: when a container is killed, its execs end ~30 ms before the engine's state says so.
+   */
+  async #checkAlive(operation: Operation, settleMs = 0): Promise<SandboxLostError | undefined> {
     if (this.#lostReason) return this.#lost(operation, this.#lostReason);
     const container = this.#container ?? this.#docker.getContainer(this.id);
-    try {
-      const info = await container.inspect();
-      if (info.State.Running && !info.State.Paused && !info.State.Restarting) return undefined;
-      const reason = info.State.OOMKilled ? 'OOMKilled' : `${info.State.Status} (exit ${info.State.ExitCode})`;
-      this.#markLost(reason);
-      return this.#lost(operation, reason);
-    } catch (error) {
-      if (statusOf(error) === 404) {
-        this.#markLost('removed');
-        return this.#lost(operation, 'removed', error);
+    const deadline = Date.now() + settleMs;
+    for (;;) {
+      try {
+        const info = await container.inspect();
+        if (!info.State.Running || info.State.Paused || info.State.Restarting) {
+          const reason = info.State.OOMKilled ? 'OOMKilled' : `${info.State.Status} (exit ${info.State.ExitCode})`;
+          this.#markLost(reason);
+          return this.#lost(operation, reason);
+        }
+      } catch (error) {
+        if (statusOf(error) === 404) {
+          this.#markLost('removed');
+          return this.#lost(operation, 'removed', error);
+        }
+        throw mapDaemonError(error, this.#ctx(operation)) ?? error;
       }
-      throw mapDaemonError(error, this.#ctx(operation)) ?? error;
+      if (Date.now() >= deadline) return undefined;
+      await new Promise((r) => setTimeout(r, 25));
     }
   }
 
@@ -347,7 +366,9 @@ export class DockerEnvironment implements Environment {
       throw this.#mapError(error, 'exec');
     }
     if (outcome.suspicious || outcome.cancelled) {
-      const lost = await this.#checkAlive('exec');
+      // Killed by a signal from outside (137/143) or cut off: give the engine a moment to agree.
+      const code = outcome.result.exitCode;
+      const lost = await this.#checkAlive('exec', code === 137 || code === 143 || code < 0 ? 1000 : 0);
       if (lost) throw lost;
     }
     if (outcome.cancelled) throw cancelledFrom(opts.signal!, this.#ctx('exec'));
@@ -362,12 +383,19 @@ export class DockerEnvironment implements Environment {
     opts: TransferOptions,
     body: (container: Docker.Container) => Promise<T>,
   ): Promise<T> {
-    const container = this.#usable(operation);
     throwIfAborted(opts.signal, this.#ctx(operation));
     const fail = (reason: ConstructorParameters<typeof TransferError>[0]['reason'], message: string, cause: unknown, category?: 'task_failure' | 'permanent_infra') =>
       new TransferError({ ...this.#ctx(operation), ...paths, reason, message, cause, ...(category ? { category } : {}) });
     const verb = operation === 'upload' ? `upload ${paths.localPath} -> ${paths.remotePath}` : `download ${paths.remotePath} -> ${paths.localPath}`;
 
+    let container: Docker.Container;
+    try {
+      container = this.#usable(operation);
+    } catch (error) {
+      // Say what was being transferred, with the loss as the cause (never the other way round).
+      if (SandboxLostError.isInstance(error)) throw fail('sandbox_lost', `${verb} failed: the sandbox is gone`, error);
+      throw error;
+    }
     // A stopped container's filesystem still accepts archives: check liveness around the copy.
     const before = await this.#checkAlive(operation);
     if (before) throw fail('sandbox_lost', `${verb} failed: the sandbox is gone`, before);

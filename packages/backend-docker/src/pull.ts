@@ -100,8 +100,11 @@ export async function pullImage(
   const errorCtx = { operation: 'pull' as const, backend: ctx.backend, ...(ctx.environmentId ? { environmentId: ctx.environmentId } : {}) };
   let stream: NodeJS.ReadableStream;
   try {
-    stream = (await docker.pull(image, auth ? { authconfig: auth } : {})) as NodeJS.ReadableStream;
+    // abortSignal reaches docker-modem, so a registry that never answers cannot hold start() past its deadline.
+    const options: Record<string, unknown> = { ...(auth ? { authconfig: auth } : {}), ...(ctx.signal ? { abortSignal: ctx.signal } : {}) };
+    stream = (await docker.pull(image, options)) as NodeJS.ReadableStream;
   } catch (error) {
+    if (ctx.signal?.aborted) throw cancelledFrom(ctx.signal, errorCtx);
     const daemon = statusOf(error) === undefined ? mapDaemonError(error, errorCtx) : undefined;
     if (daemon) throw daemon;
     throw pullError(dockerMessage(error), { ...errorCtx, image, hadCredentials: auth !== undefined, cause: error });

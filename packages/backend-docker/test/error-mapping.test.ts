@@ -1,0 +1,238 @@
+// Every Docker failure berth maps, triggered for real against the engine and the registry.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  BackendUnavailableError,
+  BerthError,
+  ConfigError,
+  ImagePullError,
+  SESSION_ID,
+  SandboxLostError,
+  StartupTimeoutError,
+  TransferError,
+  classifyFailure,
+  type Environment,
+  type PullProgress,
+} from '@berth/core';
+import { createDockerBackend } from '@berth/backend-docker';
+import { startFakeRegistry } from '../../../test/support/fake-registry.js';
+
+const docker = new Docker();
+const PRIVATE = '127.0.0.1:5000/berth/private-busybox:latest';
+const GOOD_AUTH = { username: 'berth', password: 'berth-test-secret' };
+const BASIC = 'berth-test/busybox:latest';
+const started: Environment[] = [];
+
+async function forget(ref: string): Promise<void> {
+  await docker.getImage(ref).remove({ force: true }).catch(() => undefined);
+}
+
+async function failure(promise: Promise<unknown>): Promise<BerthError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(BerthError.isInstance(error), `expected a BerthError, got ${String(error)}`).toBe(true);
+  return error as BerthError;
+}
+
+afterAll(async () => {
+  await Promise.all(started.map((e) => e.teardown()));
+  const left = await docker.listContainers({ all: true, filters: { label: [`berth.session=${SESSION_ID}`] } });
+  expect(left.map((c) => c.Names[0])).toEqual([]);
+});
+
+describe('docker error mapping', () => {
+  it('daemon unreachable -> BackendUnavailableError, for start and preflight', async () => {
+    const backend = createDockerBackend({ socketPath: '/tmp/berth-no-such-docker.sock' });
+    const error = await failure(backend.start({ image: BASIC }));
+    expect(BackendUnavailableError.isInstance(error)).toBe(true);
+    expect(error.category).toBe('transient_infra');
+    expect(error.message).toContain('unreachable');
+    const report = await backend.preflight({ image: BASIC });
+    expect(report.ok).toBe(false);
+    expect(report.checks[0]).toMatchObject({ name: 'daemon', status: 'fail', error: { type: 'BackendUnavailableError' } });
+  });
+
+  it('wrong registry password -> ImagePullError unauthorized, password nowhere in the error', async () => {
+    await forget(PRIVATE);
+    const backend = createDockerBackend();
+    const error = await failure(backend.start({ image: { ref: PRIVATE, auth: { username: 'berth', password: 'not-the-password-123' } }, network: 'none' }));
+    expect(ImagePullError.isInstance(error)).toBe(true);
+    expect((error as ImagePullError).reason).toBe('unauthorized');
+    expect(error.category).toBe('permanent_infra');
+    expect(error.retryable).toBe(false);
+    expect(error.message).toContain('rejected the credentials');
+    expect(JSON.stringify(error.toJSON())).not.toContain('not-the-password-123');
+    expect(error.message).not.toContain('not-the-password-123');
+  });
+
+  it('manifest unknown -> ImagePullError not_found', async () => {
+    const error = await failure(createDockerBackend().start({ image: { ref: '127.0.0.1:5000/berth/private-busybox:no-such-tag', auth: GOOD_AUTH } }));
+    expect(error).toMatchObject({ type: 'ImagePullError', reason: 'not_found', category: 'permanent_infra' });
+  });
+
+  it('registry unreachable -> transient ImagePullError', async () => {
+    const error = await failure(createDockerBackend().start({ image: '127.0.0.1:1/berth/nothing:here' }));
+    expect(error).toMatchObject({ type: 'ImagePullError', reason: 'transient', category: 'transient_infra', retryable: true });
+  });
+
+  it('registry 5xx -> transient ImagePullError', async () => {
+    const registry = await startFakeRegistry('server-error');
+    try {
+      const error = await failure(createDockerBackend().start({ image: `${registry.host}/x/y:1` }));
+      expect(error).toMatchObject({ type: 'ImagePullError', reason: 'transient', category: 'transient_infra' });
+      expect(error.message).toContain('503');
+      expect(registry.requests.some((r) => r.includes('/manifests/'))).toBe(true);
+    } finally {
+      await registry.close();
+    }
+  });
+
+  it('registry 429 -> rate_limited, transient', async () => {
+    const registry = await startFakeRegistry('rate-limited');
+    try {
+      const error = await failure(createDockerBackend().start({ image: `${registry.host}/x/y:1` }));
+      expect(error).toMatchObject({ type: 'ImagePullError', reason: 'rate_limited', retryable: true });
+    } finally {
+      await registry.close();
+    }
+  });
+
+  it('a stalled pull -> StartupTimeoutError naming what it was doing, nothing left behind', async () => {
+    const registry = await startFakeRegistry('stall');
+    try {
+      const t0 = Date.now();
+      const error = await failure(createDockerBackend().start({ image: `${registry.host}/x/y:1`, timeouts: { startupMs: 1500 } }));
+      expect(StartupTimeoutError.isInstance(error)).toBe(true);
+      expect((error as StartupTimeoutError).lastStatus).toContain('pulling');
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      expect(classifyFailure(error)).toMatchObject({ category: 'transient_infra', type: 'StartupTimeoutError' });
+    } finally {
+      await registry.close();
+    }
+  });
+
+  it('invalid spec -> ConfigError before any I/O (even with no daemon)', async () => {
+    const backend = createDockerBackend({ socketPath: '/tmp/berth-no-such-docker.sock' });
+    expect(() => backend.environment({ image: 'x', resources: { cpus: 0 } })).toThrow(ConfigError);
+    expect(() => backend.environment({ image: 'Not A Ref' })).toThrow(/Invalid image reference/);
+    expect(() => backend.environment({ image: 'x', resources: { gpus: 1 } })).toThrow(/GPUs/);
+    expect(() => backend.environment({ image: { ref: 'x', auth: { secretName: 'nope' } } })).toThrow(/registrySecrets/);
+  });
+
+  it('a container removed from outside during exec -> SandboxLostError within seconds', async () => {
+    const env = await createDockerBackend().start({ image: BASIC, network: 'none' });
+    started.push(env);
+    const lost: string[] = [];
+    env.events.on('lost', (reason) => lost.push(reason));
+    const t0 = Date.now();
+    // Handle the rejection from the start: it may come while the removal below is awaited.
+    const running = failure(env.exec('sleep 60'));
+    await new Promise((r) => setTimeout(r, 300));
+    await docker.getContainer(env.id).remove({ force: true });
+    const error = await running;
+    expect(SandboxLostError.isInstance(error)).toBe(true);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(env.phase).toBe('lost');
+    expect(lost.length).toBe(1);
+    // and the next download is a TransferError whose category comes from the loss
+    const dir = await mkdtemp(join(tmpdir(), 'berth-'));
+    const download = await failure(env.downloadFile('/etc/passwd', join(dir, 'x')));
+    expect(TransferError.isInstance(download)).toBe(true);
+    expect(download.category).toBe('transient_infra');
+    expect(SandboxLostError.isInstance(download.cause)).toBe(true);
+    await rm(dir, { recursive: true });
+    await env.teardown();
+  });
+
+  it('a stopped (not removed) container: uploads do not land in its filesystem', async () => {
+    const env = await createDockerBackend().start({ image: BASIC, network: 'none' });
+    started.push(env);
+    await docker.getContainer(env.id).kill();
+    const dir = await mkdtemp(join(tmpdir(), 'berth-'));
+    await writeFile(join(dir, 'f'), 'x');
+    const error = await failure(env.uploadFile(join(dir, 'f'), '/tmp/f'));
+    expect(error).toMatchObject({ type: 'TransferError', reason: 'sandbox_lost', category: 'transient_infra' });
+    expect((error as TransferError).cause).toMatchObject({ type: 'SandboxLostError' });
+    await rm(dir, { recursive: true });
+    await env.teardown();
+  });
+});
+
+describe('docker pulls and credentials', () => {
+  it('pulls through Docker config credentials and reports progress, without the password in events', async () => {
+    await forget(PRIVATE);
+    const dir = await mkdtemp(join(tmpdir(), 'berth-dockercfg-'));
+    const auth = Buffer.from(`${GOOD_AUTH.username}:${GOOD_AUTH.password}`).toString('base64');
+    await writeFile(join(dir, 'config.json'), JSON.stringify({ auths: { '127.0.0.1:5000': { auth } } }));
+    const backend = createDockerBackend({ env: { DOCKER_CONFIG: dir } });
+    const env = backend.environment({ image: PRIVATE, network: 'none' });
+    started.push(env);
+    const progress: PullProgress[] = [];
+    const phases: string[] = [];
+    env.events.on('pull', (p) => progress.push(p));
+    env.events.on('phase', (p) => phases.push(p));
+    await env.start();
+    expect(phases).toEqual(['pulling', 'starting', 'running']);
+    expect(progress.length).toBeGreaterThan(0);
+    expect(JSON.stringify(progress)).not.toContain(GOOD_AUTH.password);
+    expect((await env.exec('echo ok')).stdout).toBe('ok\n');
+    await env.teardown();
+    await rm(dir, { recursive: true });
+  });
+
+  it('named registry secrets and mirror rules', async () => {
+    await forget(PRIVATE);
+    const backend = createDockerBackend({
+      registrySecrets: { 'local-registry': GOOD_AUTH },
+      // seed 000: docker.io/swebench/* rewritten to a local mirror
+      mirrors: [{ from: 'docker.io/mirrored/', to: '127.0.0.1:5000/berth/' }],
+    });
+    const env = await backend.start({ image: { ref: 'docker.io/mirrored/private-busybox:latest', auth: { secretName: 'local-registry' } }, network: 'none' });
+    started.push(env);
+    expect((await env.exec(['cat', '/etc/passwd'])).stdout).toContain('root');
+    await env.teardown();
+  });
+
+  it('pullPolicy never refuses a missing image as not_found', async () => {
+    await forget(PRIVATE);
+    const error = await failure(createDockerBackend({ pullPolicy: 'never' }).start({ image: PRIVATE }));
+    expect(error).toMatchObject({ type: 'ImagePullError', reason: 'not_found' });
+  });
+});
+
+describe('docker sweep', () => {
+  it('removes containers of dead owners and spares live ones', async () => {
+    const backend = createDockerBackend();
+    const live = await backend.start({ image: BASIC, network: 'none' });
+    started.push(live);
+    // An orphan: berth's labels, an owner PID that no longer exists on this host.
+    const os = await import('node:os');
+    const orphan = await docker.createContainer({
+      Image: BASIC,
+      Cmd: ['sleep', '600'],
+      name: `berth-orphan-${Date.now()}`,
+      Labels: {
+        'berth.managed': 'true',
+        'berth.session': SESSION_ID,
+        'berth.environment': 'orphan',
+        'berth.created': String(Date.now()),
+        'berth.owner-pid': '999999',
+        'berth.owner-host': os.hostname(),
+      },
+      HostConfig: { NetworkMode: 'none' },
+    });
+    await orphan.start();
+    const report = await backend.sweep({ session: SESSION_ID });
+    expect(report.failed).toEqual([]);
+    expect(report.removed).toHaveLength(1);
+    expect(report.removed[0]).toMatch(/^berth-orphan-/);
+    expect(live.phase).toBe('running');
+    expect((await live.exec('true')).exitCode).toBe(0);
+    await live.teardown();
+  });
+});

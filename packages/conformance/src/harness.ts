@@ -1,0 +1,248 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BerthError, type Backend, type Environment, type EnvironmentSpecInput } from '@berth/core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { CaseNeed, ConformanceOptions } from './options.js';
+
+/** A BerthError class (or anything with a branded `isInstance`), for typed expectations. */
+export interface ErrorKind<T> {
+  readonly name: string;
+  isInstance(error: unknown): error is T;
+}
+
+export interface CaseDefinition {
+  /** Stable id, shown in the title: `[exec.argv] ...`. */
+  id: string;
+  title: string;
+  needs?: readonly CaseNeed[];
+  /** Before timeoutScale. Default 30 s. */
+  timeoutMs?: number;
+  run: () => Promise<void>;
+}
+
+/** An environment started once for a group of read-only cases. */
+export interface SharedEnvironment {
+  readonly env: Environment;
+}
+
+const DEFAULT_CASE_TIMEOUT = 30_000;
+const DEFAULT_HOOK_TIMEOUT = 120_000;
+
+export function describeError(error: unknown): string {
+  if (BerthError.isInstance(error)) {
+    return `${error.name} (type ${error.type}, category ${error.category}, backend ${String(error.backend)}): ${error.message}`;
+  }
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  return String(error);
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(4).toString('hex')}`;
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * State shared by every case of one suite run: the backend, a registry of started environments
+ * (all torn down in afterAll even when a case fails half-way), temporary local directories and
+ * every error a case saw rejected (checked again, together, at the end).
+ */
+export class Harness {
+  readonly options: ConformanceOptions;
+  readonly scale: number;
+  readonly caseIds: string[] = [];
+  readonly skipped: Array<{ id: string; reason: string }> = [];
+  /** Every error a case expected and received, for the taxonomy checks at the end. */
+  readonly errors: BerthError[] = [];
+  #backend: Backend | undefined;
+  readonly #envs = new Set<Environment>();
+  readonly #tempDirs: string[] = [];
+
+  constructor(options: ConformanceOptions) {
+    this.options = options;
+    this.scale = options.timeoutScale && options.timeoutScale > 0 ? options.timeoutScale : 1;
+  }
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  /** The backend under test, made on first use (the factory promises to do no I/O). */
+  backend(): Backend {
+    this.#backend ??= this.options.createBackend();
+    return this.#backend;
+  }
+
+  /** A duration scaled by timeoutScale. */
+  ms(base: number): number {
+    return Math.round(base * this.scale);
+  }
+
+  has(need: CaseNeed): boolean {
+    const { faults, images } = this.options;
+    switch (need) {
+      case 'faults.kill':
+        return typeof faults?.kill === 'function';
+      case 'faults.forgetImage':
+        return typeof faults?.forgetImage === 'function';
+      case 'faults.listLeftovers':
+        return typeof faults?.listLeftovers === 'function';
+      case 'images.private':
+        return images.private !== undefined;
+      case 'images.missing':
+        return typeof images.missing === 'string' && images.missing.length > 0;
+    }
+  }
+
+  /** The basic image, specDefaults and `input` merged (env and labels merged key by key). */
+  spec(input: Partial<EnvironmentSpecInput> = {}): EnvironmentSpecInput {
+    const defaults = this.options.specDefaults ?? {};
+    return {
+      image: this.options.images.basic,
+      ...defaults,
+      ...input,
+      env: { ...defaults.env, ...input.env },
+      labels: { ...defaults.labels, ...input.labels },
+    };
+  }
+
+  // ----------------------------------------------------------------------------- environments
+
+  /** Remember an environment so that afterAll tears it down whatever happens to the case. */
+  track<E extends Environment>(env: E): E {
+    this.#envs.add(env);
+    return env;
+  }
+
+  /** Start a tracked environment; a failed start is torn down before the error is rethrown. */
+  async start(input: Partial<EnvironmentSpecInput> = {}): Promise<Environment> {
+    const env = this.track(this.backend().environment(this.spec(input)));
+    try {
+      await env.start();
+    } catch (error) {
+      await this.release(env).catch(() => undefined);
+      throw error;
+    }
+    return env;
+  }
+
+  /** Tear an environment down and forget it (kept for afterAll if teardown failed). */
+  async release(env: Environment): Promise<void> {
+    await env.teardown();
+    this.#envs.delete(env);
+  }
+
+  /** A fresh environment for one destructive case, torn down when `fn` ends, passed or failed. */
+  async withEnv<T>(input: Partial<EnvironmentSpecInput>, fn: (env: Environment) => Promise<T>): Promise<T> {
+    const env = await this.start(input);
+    try {
+      return await fn(env);
+    } finally {
+      await this.release(env);
+    }
+  }
+
+  /** Tear down everything still tracked. Returns the errors teardown raised (it should raise none). */
+  async releaseAll(): Promise<unknown[]> {
+    const failures: unknown[] = [];
+    await Promise.all(
+      [...this.#envs].map(async (env) => {
+        try {
+          await this.release(env);
+        } catch (error) {
+          failures.push(error);
+        }
+      }),
+    );
+    return failures;
+  }
+
+  /**
+   * Start one environment in beforeAll of the enclosing describe and tear it down in its afterAll.
+   * Only for cases that leave it usable (no kills, no timeouts that might damage it).
+   */
+  sharedEnv(input: Partial<EnvironmentSpecInput> = {}): SharedEnvironment {
+    let env: Environment | undefined;
+    beforeAll(async () => {
+      env = await this.start(input);
+    }, this.ms(DEFAULT_HOOK_TIMEOUT));
+    afterAll(async () => {
+      if (env) await this.release(env);
+    }, this.ms(DEFAULT_HOOK_TIMEOUT));
+    return {
+      get env(): Environment {
+        if (!env) throw new Error('the shared environment of this group did not start (see the beforeAll failure)');
+        return env;
+      },
+    };
+  }
+
+  // ----------------------------------------------------------------------------- local files
+
+  async tempDir(label = 'tmp'): Promise<string> {
+    const dir = await mkdtemp(join(tmpdir(), `berth-conformance-${label}-`));
+    this.#tempDirs.push(dir);
+    return dir;
+  }
+
+  async removeTempDirs(): Promise<void> {
+    const dirs = this.#tempDirs.splice(0);
+    await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
+  }
+
+  // ----------------------------------------------------------------------------- errors
+
+  /**
+   * Await `operation` (a promise, or a function whose synchronous throw also counts), expect it to
+   * reject with a BerthError naming this backend, and, when `kind` is given, of that kind.
+   */
+  async expectBerthError<T extends BerthError = BerthError>(
+    operation: Promise<unknown> | (() => unknown),
+    kind?: ErrorKind<T>,
+  ): Promise<T> {
+    let error: unknown;
+    let rejected = false;
+    try {
+      await (typeof operation === 'function' ? operation() : operation);
+    } catch (caught) {
+      rejected = true;
+      error = caught;
+    }
+    expect(rejected, `expected the operation to fail${kind ? ` with ${kind.name}` : ''}, but it succeeded`).toBe(true);
+    expect(BerthError.isInstance(error), `expected a BerthError, got ${describeError(error)}`).toBe(true);
+    const berth = error as BerthError;
+    this.errors.push(berth);
+    // Soft: a missing `backend` must not hide what the rest of the case checks.
+    expect.soft(berth.backend, `error.backend of ${describeError(berth)}`).toBe(this.name);
+    if (kind) expect(kind.isInstance(error), `expected ${kind.name}, got ${describeError(error)}`).toBe(true);
+    return berth as T;
+  }
+
+  // ----------------------------------------------------------------------------- cases
+
+  /** Register a case: an `it`, or an `it.skip` whose title says why when a need is not met. */
+  defineCase(def: CaseDefinition): void {
+    if (this.caseIds.includes(def.id)) throw new Error(`duplicate conformance case id ${def.id}`);
+    this.caseIds.push(def.id);
+    const title = `[${def.id}] ${def.title}`;
+    if (this.options.skip?.includes(def.id)) {
+      this.skipped.push({ id: def.id, reason: 'listed in options.skip' });
+      it.skip(`${title} (skipped: listed in options.skip)`, () => undefined);
+      return;
+    }
+    const missing = (def.needs ?? []).filter((need) => !this.has(need));
+    if (missing.length > 0) {
+      const reason = `needs ${missing.join(', ')}`;
+      this.skipped.push({ id: def.id, reason });
+      it.skip(`${title} (skipped: ${reason})`, () => undefined);
+      return;
+    }
+    it(title, def.run, this.ms(def.timeoutMs ?? DEFAULT_CASE_TIMEOUT));
+  }
+
+  hookTimeout(): number {
+    return this.ms(DEFAULT_HOOK_TIMEOUT);
+  }
+}

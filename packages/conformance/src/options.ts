@@ -1,0 +1,48 @@
+import type { Backend, Environment, EnvironmentSpecInput, ImageAuth } from '@berth/core';
+
+/** Ways to make the infrastructure fail from outside, so the suite can check what berth reports. */
+export interface ConformanceFaults {
+  /** Make the sandbox die from outside (e.g. `docker kill`, delete the pod, terminate the sandbox). */
+  kill?: (env: Environment) => Promise<void>;
+  /** Remove a cached image so that the next start really pulls it. Must not fail if it is absent. */
+  forgetImage?: (ref: string) => Promise<void>;
+  /**
+   * Ids of the backend's resources (containers, pods, sandboxes...) that carry this process's
+   * `berth.session` label (SESSION_ID from @berth/core). Returning environment ids (env.id) where
+   * the backend names resources after them makes the messages of failed checks easier to read.
+   */
+  listLeftovers?: () => Promise<string[]>;
+}
+
+export interface ConformanceImages {
+  /**
+   * An image the backend can start without credentials. It must have sh, cat, tar, sleep,
+   * timeout, head, dd, and md5sum or sha256sum; /proc must be mounted in the sandbox.
+   */
+  basic: string;
+  /** An image in a registry that refuses anonymous pulls, and the credentials that work. */
+  private?: { ref: string; auth: ImageAuth };
+  /**
+   * A reference that does not exist. When `private` is given it is pulled with `private.auth`,
+   * so put it in the same registry (a missing repository must then be not_found, not unauthorized).
+   */
+  missing?: string;
+}
+
+export interface ConformanceOptions {
+  /** The backend's name as it reports it in errors (`error.backend`), e.g. 'docker'. */
+  name: string;
+  /** Makes the backend under test. Called once per suite; must do no I/O. */
+  createBackend: () => Backend;
+  images: ConformanceImages;
+  /** Merged into every spec the suite starts, e.g. `{ network: 'none' }`. */
+  specDefaults?: Partial<EnvironmentSpecInput>;
+  faults?: ConformanceFaults;
+  /** Multiply every timeout and every "quickly" bound (slow backends, remote clusters). Default 1. */
+  timeoutScale?: number;
+  /** Case ids to skip explicitly. Skipped cases still appear in the report, with the reason. */
+  skip?: string[];
+}
+
+/** What a case needs beyond the basic image; a case whose needs are not met is skipped, visibly. */
+export type CaseNeed = 'faults.kill' | 'faults.forgetImage' | 'faults.listLeftovers' | 'images.private' | 'images.missing';
