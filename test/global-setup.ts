@@ -1,13 +1,16 @@
 // Runs once around the whole test run: checks that the real parts the tests need are there, and
 // afterwards that no test left a berth-labelled container behind.
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 
 const docker = new Docker();
-let startedAt = 0;
+// Every test process inherits this session, so the leak check below sees exactly this run's
+// containers, not those of another run on the same engine.
+const session = `test-${randomBytes(6).toString('hex')}`;
 
 export async function setup(): Promise<void> {
-  startedAt = Date.now();
+  process.env.BERTH_SESSION = session;
   try {
     await docker.ping();
   } catch (error) {
@@ -27,8 +30,7 @@ export async function setup(): Promise<void> {
 }
 
 export async function teardown(): Promise<void> {
-  const left = await docker.listContainers({ all: true, filters: { label: ['berth.managed=true'] } });
-  const ours = left.filter((c) => Number(c.Labels['berth.created'] ?? 0) >= startedAt);
+  const ours = await docker.listContainers({ all: true, filters: { label: ['berth.managed=true', `berth.session=${session}`] } });
   if (ours.length > 0) {
     const names = ours.map((c) => `${c.Names[0] ?? c.Id} (${c.Image}, ${c.State})`);
     for (const c of ours) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);

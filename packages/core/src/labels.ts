@@ -9,8 +9,17 @@ export const LABEL_CREATED = 'berth.created';
 export const LABEL_OWNER_PID = 'berth.owner-pid';
 export const LABEL_OWNER_HOST = 'berth.owner-host';
 
-/** One id per process: groups everything this process created. */
-export const SESSION_ID: string = `s-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+function sessionFromEnv(): string | undefined {
+  const value = process.env.BERTH_SESSION;
+  // A label value: short, no spaces. Anything else is ignored rather than breaking every create.
+  return value && /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(value) ? value : undefined;
+}
+
+/**
+ * Groups everything this process created. One per process, unless BERTH_SESSION is set: then a
+ * runner and all its child processes share it, and sweep({ session }) finds all they made.
+ */
+export const SESSION_ID: string = sessionFromEnv() ?? `s-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
 
 export function newEnvironmentId(prefix = 'berth'): string {
   return `${prefix}-${randomBytes(6).toString('hex')}`;

@@ -1,0 +1,204 @@
+import { join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
+import { ConfigError, type Environment, type EnvironmentPhase, type EnvironmentSpecInput } from '@berth/core';
+import { describe, expect } from 'vitest';
+import type { Harness } from '../harness.js';
+
+/** Values with spaces, quotes and shell metacharacters: they must arrive verbatim. */
+export const SPEC_ENV = { BERTH_CONF_PLAIN: 'plain', BERTH_CONF_TRICKY: `two words $HOME "q" 'a' ;|&` };
+export const SPEC_WORKDIR = '/tmp/berth-conformance-workdir';
+
+export function lifecycleCases(h: Harness): void {
+  describe('lifecycle', () => {
+    h.defineCase({
+      id: 'lifecycle.start',
+      title: 'environment() does no I/O; start() brings it to phase running, with phase events',
+      run: async () => {
+        const backend = h.backend();
+        const env = h.track(backend.environment(h.spec()));
+        try {
+          expect(env.phase).toBe('created');
+          expect(env.backend).toBe(h.name);
+          expect(typeof env.id).toBe('string');
+          expect(env.id.length).toBeGreaterThan(0);
+          const phases: EnvironmentPhase[] = [];
+          env.events.on('phase', (phase) => phases.push(phase));
+          await env.start();
+          expect(env.phase).toBe('running');
+          expect(phases).toContain('running');
+          // start() again is harmless.
+          await env.start();
+          expect(env.phase).toBe('running');
+          const r = await env.exec(['echo', 'alive']);
+          expect(r.stdout).toBe('alive\n');
+        } finally {
+          await h.release(env);
+        }
+        expect(env.phase).toBe('stopped');
+      },
+    });
+
+    h.defineCase({
+      id: 'lifecycle.backend-start',
+      title: 'backend.start(spec) returns a running environment',
+      run: async () => {
+        const env = h.track(await h.backend().start(h.spec()));
+        try {
+          expect(env.phase).toBe('running');
+          expect(env.backend).toBe(h.name);
+          expect(env.spec.image.ref).toBe(h.options.images.basic);
+          expect((await env.exec('echo ok')).stdout).toBe('ok\n');
+        } finally {
+          await h.release(env);
+        }
+      },
+    });
+
+    h.defineCase({
+      id: 'lifecycle.teardown-idempotent',
+      title: 'teardown twice, and twice at once, is fine',
+      run: async () => {
+        const env = await h.start();
+        await env.teardown();
+        expect(env.phase).toBe('stopped');
+        await env.teardown();
+        await Promise.all([env.teardown(), env.teardown()]);
+        expect(env.phase).toBe('stopped');
+        await h.release(env);
+        // A never-started environment can be torn down too.
+        const unstarted = h.backend().environment(h.spec());
+        await unstarted.teardown();
+        await unstarted.teardown();
+      },
+    });
+
+    h.defineCase({
+      id: 'lifecycle.async-dispose',
+      title: '`await using` (Symbol.asyncDispose) tears down, also when the block throws',
+      run: async () => {
+        let kept: Environment | undefined;
+        {
+          await using env = h.track(await h.backend().start(h.spec()));
+          kept = env;
+          expect((await env.exec('echo inside')).stdout).toBe('inside\n');
+        }
+        expect(kept.phase).toBe('stopped');
+        await h.expectBerthError(kept.exec('echo after'));
+
+        const holder: { env?: Environment } = {};
+        await expect(
+          (async () => {
+            await using env = h.track(await h.backend().start(h.spec()));
+            holder.env = env;
+            throw new Error('boom inside the block');
+          })(),
+        ).rejects.toThrow('boom inside the block');
+        const thrown = holder.env;
+        expect(thrown?.phase).toBe('stopped');
+
+        if (h.options.faults?.listLeftovers) {
+          const left = await h.options.faults.listLeftovers();
+          expect(left).not.toContain(kept.id);
+          if (thrown) expect(left).not.toContain(thrown.id);
+        }
+        await h.release(kept);
+        if (thrown) await h.release(thrown);
+      },
+    });
+
+    h.defineCase({
+      id: 'lifecycle.invalid-spec',
+      title: 'an invalid spec is a ConfigError naming the field, before any I/O',
+      run: async () => {
+        const image = h.options.images.basic;
+        const bad: Array<[string, unknown]> = [
+          ['resources.cpus', { image, resources: { cpus: -1 } }],
+          ['image', { image: '' }],
+          ['workdir', { image, workdir: 'relative/dir' }],
+          ['env', { image, env: { '1BAD': 'x' } }],
+          ['network', { image, network: 'bogus' }],
+          ['unknownField', { image, unknownField: true }],
+        ];
+        const before = h.options.faults?.listLeftovers ? await h.options.faults.listLeftovers() : [];
+        for (const [field, input] of bad) {
+          const spec = input as EnvironmentSpecInput;
+          // environment() validates synchronously: a throw here has done no I/O.
+          let syncError: unknown;
+          try {
+            h.track(h.backend().environment(spec));
+          } catch (error) {
+            syncError = error;
+          }
+          expect(ConfigError.isInstance(syncError), `environment(${JSON.stringify(input)}) must throw a ConfigError synchronously`).toBe(true);
+          // BUG: (docker) core's parseEnvironmentSpec, called by DockerBackend.environment(), builds
+          // the ConfigError without `backend`, so error.backend is undefined instead of the backend name.
+          const error = await h.expectBerthError(h.backend().start(spec), ConfigError);
+          expect(`${error.path ?? ''} ${error.message}`, `the error should name ${field}`).toContain(field);
+          expect(error.category).toBe('permanent_infra');
+          expect(error.retryable).toBe(false);
+        }
+        if (h.options.faults?.listLeftovers) {
+          expect(await h.options.faults.listLeftovers()).toEqual(before);
+        }
+      },
+    });
+
+    describe('with a shared environment', () => {
+      const shared = h.sharedEnv({ env: SPEC_ENV, workdir: SPEC_WORKDIR });
+
+      h.defineCase({
+        id: 'lifecycle.spec-env-workdir',
+        title: 'spec env and workdir apply to every exec; exec options override them',
+        run: async () => {
+          const env = shared.env;
+          expect((await env.exec('pwd')).stdout).toBe(`${SPEC_WORKDIR}\n`);
+          expect((await env.exec(['pwd'])).stdout).toBe(`${SPEC_WORKDIR}\n`);
+          const r = await env.exec('printf "%s|%s" "$BERTH_CONF_PLAIN" "$BERTH_CONF_TRICKY"');
+          expect(r.stdout).toBe(`${SPEC_ENV.BERTH_CONF_PLAIN}|${SPEC_ENV.BERTH_CONF_TRICKY}`);
+          const overridden = await env.exec('printf "%s" "$BERTH_CONF_PLAIN"', { env: { BERTH_CONF_PLAIN: 'override' } });
+          expect(overridden.stdout).toBe('override');
+          expect((await env.exec('pwd', { cwd: '/' })).stdout).toBe('/\n');
+        },
+      });
+    });
+
+    h.defineCase({
+      id: 'lifecycle.before-start',
+      title: 'exec and transfers before start() reject clearly',
+      run: async () => {
+        const dir = await h.tempDir('before-start');
+        const local = join(dir, 'file.txt');
+        await writeFile(local, 'x');
+        const env = h.track(h.backend().environment(h.spec()));
+        const errors = [
+          await h.expectBerthError(env.exec('echo never')),
+          await h.expectBerthError(env.uploadFile(local, '/tmp/never.txt')),
+          await h.expectBerthError(env.downloadFile('/etc/passwd', join(dir, 'never.txt'))),
+        ];
+        for (const error of errors) expect(error.message).toMatch(/start/i);
+        await h.release(env);
+      },
+    });
+
+    h.defineCase({
+      id: 'lifecycle.after-teardown',
+      title: 'exec and transfers after teardown reject with a BerthError saying it was torn down',
+      run: async () => {
+        const dir = await h.tempDir('after-teardown');
+        const local = join(dir, 'file.txt');
+        await writeFile(local, 'x');
+        const env = await h.start();
+        await h.release(env);
+        const errors = [
+          await h.expectBerthError(env.exec('echo never')),
+          await h.expectBerthError(env.exec(['echo', 'never'])),
+          await h.expectBerthError(env.uploadFile(local, '/tmp/never.txt')),
+          await h.expectBerthError(env.downloadFile('/etc/passwd', join(dir, 'never.txt'))),
+          await h.expectBerthError(env.uploadDir(dir, '/tmp/never')),
+          await h.expectBerthError(env.downloadDir('/etc', join(dir, 'never'))),
+        ];
+        for (const error of errors) expect(error.message).toMatch(/torn down/i);
+      },
+    });
+  });
+}
