@@ -41,7 +41,8 @@ async function failure(promise: Promise<unknown>): Promise<BerthError> {
 
 afterAll(async () => {
   await Promise.all(started.map((e) => e.teardown()));
-  const left = await docker.listContainers({ all: true, filters: { label: [`berth.session=${SESSION_ID}`] } });
+  // This process's containers: other test files may run in parallel within the same session.
+  const left = await docker.listContainers({ all: true, filters: { label: [`berth.session=${SESSION_ID}`, `berth.owner-pid=${process.pid}`] } });
   expect(left.map((c) => c.Names[0])).toEqual([]);
 });
 

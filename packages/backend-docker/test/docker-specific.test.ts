@@ -1,0 +1,76 @@
+// Docker-only behaviour the shared conformance suite does not cover.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SandboxLostError, type Environment } from '@berth/core';
+import { createDockerBackend } from '@berth/backend-docker';
+
+const docker = new Docker();
+const BASIC = 'berth-test/busybox:latest';
+const envs: Environment[] = [];
+afterAll(async () => {
+  await Promise.all(envs.map((e) => e.teardown()));
+});
+
+describe('docker backend specifics', () => {
+  it('applies resources, network none, labels and bind mounts to the container', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'berth-bind-'));
+    await writeFile(join(dir, 'in.txt'), 'from the host');
+    const env = await createDockerBackend({ labels: { team: 'evals' } }).start({
+      image: BASIC,
+      resources: { cpus: 1.5, memoryMb: 300 },
+      network: 'none',
+      labels: { 'berth.example': 'specifics' },
+      mounts: [{ type: 'bind', source: dir, target: '/host', readOnly: true }],
+    });
+    envs.push(env);
+    const info = await docker.getContainer(env.id).inspect();
+    expect(info.HostConfig.NanoCpus).toBe(1_500_000_000);
+    expect(info.HostConfig.Memory).toBe(300 * 1024 * 1024);
+    expect(info.HostConfig.NetworkMode).toBe('none');
+    expect(info.Config.Labels).toMatchObject({ 'berth.managed': 'true', 'berth.environment': env.id, team: 'evals', 'berth.example': 'specifics' });
+    expect((await env.exec('cat /host/in.txt')).stdout).toBe('from the host');
+    const write = await env.exec('echo x > /host/new.txt');
+    expect(write.exitCode).not.toBe(0); // read-only
+    // no interface but loopback
+    expect((await env.exec('ls /sys/class/net')).stdout.trim()).toBe('lo');
+    await env.teardown();
+    await rm(dir, { recursive: true });
+  });
+
+  it('a sandbox past timeouts.lifetimeMs is gone, and says so', async () => {
+    const env = await createDockerBackend().start({ image: BASIC, network: 'none', timeouts: { lifetimeMs: 1000 } });
+    envs.push(env);
+    expect((await env.exec('true')).exitCode).toBe(0);
+    await new Promise((r) => setTimeout(r, 1800));
+    const error = await env.exec('true').catch((e: unknown) => e);
+    expect(SandboxLostError.isInstance(error)).toBe(true);
+    await env.teardown();
+  });
+
+  it('teardown during start leaves nothing behind', async () => {
+    const env = createDockerBackend().environment({ image: BASIC, network: 'none' });
+    const starting = env.start();
+    const tearing = env.teardown();
+    await starting.catch(() => undefined);
+    await tearing;
+    expect(env.phase).toBe('stopped');
+    await expect(docker.getContainer(env.id).inspect()).rejects.toMatchObject({ statusCode: 404 });
+  });
+
+  it('uploading into /tmp keeps /tmp world-writable', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'berth-up-'));
+    await writeFile(join(dir, 'a.txt'), 'a');
+    const env = await createDockerBackend().start({ image: BASIC, network: 'none' });
+    envs.push(env);
+    await env.uploadDir(dir, '/tmp');
+    expect((await env.exec(['stat', '-c', '%a', '/tmp'])).stdout.trim()).toBe('1777');
+    expect((await env.exec('cat /tmp/a.txt')).stdout).toBe('a');
+    await env.downloadFile('/tmp/a.txt', join(dir, 'back.txt'));
+    expect(await readFile(join(dir, 'back.txt'), 'utf8')).toBe('a');
+    await env.teardown();
+    await rm(dir, { recursive: true });
+  });
+});
