@@ -17,6 +17,11 @@ export interface CaseDefinition {
   id: string;
   title: string;
   needs?: readonly CaseNeed[];
+  /**
+   * Called while the suite is collected: a string is the reason this backend cannot run the case
+   * (a capability it does not claim); the case is then registered as skipped with that reason.
+   */
+  unsupported?: () => string | undefined;
   /** Before timeoutScale. Default 30 s. */
   timeoutMs?: number;
   run: () => Promise<void>;
@@ -220,6 +225,19 @@ export class Harness {
     return berth as T;
   }
 
+  /**
+   * backend.start(spec) that must fail with `kind`. Should it start after all, the environment is
+   * tracked, so afterAll still tears it down.
+   */
+  expectStartFailure<T extends BerthError>(spec: EnvironmentSpecInput, kind: ErrorKind<T>): Promise<T> {
+    return this.expectBerthError(
+      this.backend()
+        .start(spec)
+        .then((env) => this.track(env)),
+      kind,
+    );
+  }
+
   // ----------------------------------------------------------------------------- cases
 
   /** Register a case: an `it`, or an `it.skip` whose title says why when a need is not met. */
@@ -233,8 +251,9 @@ export class Harness {
       return;
     }
     const missing = (def.needs ?? []).filter((need) => !this.has(need));
-    if (missing.length > 0) {
-      const reason = `needs ${missing.join(', ')}`;
+    const unsupported = missing.length === 0 ? def.unsupported?.() : undefined;
+    if (missing.length > 0 || unsupported !== undefined) {
+      const reason = unsupported ?? `needs ${missing.join(', ')}`;
       this.skipped.push({ id: def.id, reason });
       it.skip(`${title} (skipped: ${reason})`, () => undefined);
       return;

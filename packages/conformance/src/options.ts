@@ -16,8 +16,9 @@ export interface ConformanceFaults {
 
 export interface ConformanceImages {
   /**
-   * An image the backend can start without credentials. It must have sh, cat, tar, sleep,
-   * timeout, head, dd, and md5sum or sha256sum; /proc must be mounted in the sandbox.
+   * An image the backend can start without credentials. It must have a POSIX sh (with printf,
+   * kill, read, command -v), cat, tar, sleep, timeout, head, dd, mkdir, rm, ln, pwd, true, and
+   * md5sum or sha256sum; /proc must be mounted in the sandbox. A busybox-static image is enough.
    */
   basic: string;
   /** An image in a registry that refuses anonymous pulls, and the credentials that work. */

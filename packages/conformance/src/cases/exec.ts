@@ -187,6 +187,39 @@ export function execCases(h: Harness): void {
     });
 
     h.defineCase({
+      id: 'exec.env-invalid-name',
+      title: 'an env option whose name is not a variable name is a ConfigError, not silently mangled',
+      run: async () => {
+        // BUG: (docker) runExec (packages/backend-docker/src/exec.ts) joins names and values as
+        // `${k}=${v}` unchecked: { 'A=B': 'x' } silently sets A to 'B=x' (exit 0), and { '': 'x' }
+        // comes back as exit 126 with the OCI runtime's message in stdout. Spec env names are
+        // validated ([A-Za-z_][A-Za-z0-9_]*); exec env names are not.
+        const mangled = await h.expectBerthError(env().exec('printf "%s" "${A-unset}"', { env: { 'A=B': 'x' } }), ConfigError);
+        expect(mangled.message).toContain('A=B');
+        await h.expectBerthError(env().exec('true', { env: { '': 'x' } }), ConfigError);
+      },
+    });
+
+    h.defineCase({
+      id: 'exec.cwd-missing',
+      title: 'a cwd that does not exist is a non-zero exit or a ConfigError, never an unclassified throw',
+      run: async () => {
+        const missing = `/tmp/${uniqueName('no-such-cwd')}`;
+        let result: Awaited<ReturnType<Environment['exec']>> | undefined;
+        try {
+          result = await env().exec(['pwd'], { cwd: missing });
+        } catch (error) {
+          await h.expectBerthError(Promise.reject(error), ConfigError);
+        }
+        if (result) {
+          expect(result.exitCode).not.toBe(0);
+          expect(result.stdout).not.toBe(`${missing}\n`);
+        }
+        expect((await env().exec(['echo', 'fine'])).stdout).toBe('fine\n');
+      },
+    });
+
+    h.defineCase({
       id: 'exec.streaming',
       title: 'onStdout/onStderr receive every byte, in order, while the command runs',
       run: async () => {

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import { ConfigError, type Environment, type EnvironmentPhase, type EnvironmentSpecInput } from '@berth/core';
 import { describe, expect } from 'vitest';
-import type { Harness } from '../harness.js';
+import { describeError, type Harness } from '../harness.js';
 
 /** Values with spaces, quotes and shell metacharacters: they must arrive verbatim. */
 export const SPEC_ENV = { BERTH_CONF_PLAIN: 'plain', BERTH_CONF_TRICKY: `two words $HOME "q" 'a' ;|&` };
@@ -12,7 +12,7 @@ export function lifecycleCases(h: Harness): void {
   describe('lifecycle', () => {
     h.defineCase({
       id: 'lifecycle.start',
-      title: 'environment() does no I/O; start() brings it to phase running, with phase events',
+      title: "environment() gives a 'created' environment; start() brings it to phase running, with phase events",
       run: async () => {
         const backend = h.backend();
         const env = h.track(backend.environment(h.spec()));
@@ -132,7 +132,7 @@ export function lifecycleCases(h: Harness): void {
           expect(ConfigError.isInstance(syncError), `environment(${JSON.stringify(input)}) must throw a ConfigError synchronously`).toBe(true);
           // BUG: (docker) core's parseEnvironmentSpec, called by DockerBackend.environment(), builds
           // the ConfigError without `backend`, so error.backend is undefined instead of the backend name.
-          const error = await h.expectBerthError(h.backend().start(spec), ConfigError);
+          const error = await h.expectStartFailure(spec, ConfigError);
           expect(`${error.path ?? ''} ${error.message}`, `the error should name ${field}`).toContain(field);
           expect(error.category).toBe('permanent_infra');
           expect(error.retryable).toBe(false);
@@ -198,6 +198,76 @@ export function lifecycleCases(h: Harness): void {
           await h.expectBerthError(env.downloadDir('/etc', join(dir, 'never'))),
         ];
         for (const error of errors) expect(error.message).toMatch(/torn down/i);
+      },
+    });
+
+    h.defineCase({
+      id: 'lifecycle.parallel-start',
+      title: 'four environments started at once are distinct and independent',
+      timeoutMs: 60_000,
+      run: async () => {
+        const envs = await Promise.all(Array.from({ length: 4 }, () => h.start()));
+        try {
+          expect(new Set(envs.map((e) => e.id)).size).toBe(4);
+          await Promise.all(envs.map((env, i) => env.exec(`echo ${i} > /tmp/berth-which`)));
+          const seen = await Promise.all(envs.map((env) => env.exec(['cat', '/tmp/berth-which'])));
+          expect(seen.map((r) => r.stdout)).toEqual(['0\n', '1\n', '2\n', '3\n']);
+        } finally {
+          await Promise.all(envs.map((env) => h.release(env)));
+        }
+      },
+    });
+
+    h.defineCase({
+      id: 'lifecycle.teardown-during-start',
+      title: 'teardown while start() is in flight leaves nothing behind, and start() settles',
+      run: async () => {
+        for (const delayMs of [0, 50]) {
+          const env = h.track(h.backend().environment(h.spec()));
+          const starting = env.start();
+          starting.catch(() => undefined);
+          await new Promise((resolve) => setTimeout(resolve, delayMs));
+          await env.teardown();
+          expect(env.phase).toBe('stopped');
+          try {
+            await starting;
+          } catch (error) {
+            // Either outcome is fine, but a rejection must be a proper BerthError.
+            await h.expectBerthError(Promise.reject(error));
+          }
+          expect(env.phase).toBe('stopped');
+          await h.expectBerthError(env.exec('true'));
+          if (h.options.faults?.listLeftovers) expect(await h.options.faults.listLeftovers()).not.toContain(env.id);
+          await h.release(env);
+        }
+      },
+    });
+
+    h.defineCase({
+      id: 'lifecycle.teardown-during-exec',
+      title: 'teardown while an exec runs settles the exec at once, without reporting a lost sandbox',
+      run: async () => {
+        const env = await h.start();
+        const lost: string[] = [];
+        env.events.on('lost', (reason) => lost.push(reason));
+        let signalStarted!: () => void;
+        const started = new Promise<void>((resolve) => (signalStarted = resolve));
+        const running = env.exec('echo started; sleep 30', { onStdout: () => signalStarted() });
+        running.catch(() => undefined);
+        await Promise.race([started, running]);
+        const tornAt = Date.now();
+        await h.release(env);
+        // BUG: (docker) the in-flight exec rejects with SandboxLostError ("lost during exec: removed" or
+        // "removing (exit 137)", transient_infra, retryable); the environment emits 'lost' and passes through
+        // phase 'lost': a teardown the caller asked for is reported as infrastructure failure, which a
+        // retry controller would count and retry. Cause: DockerEnvironment.exec() runs #checkAlive on
+        // the suspicious exit and #markLost()s without checking that #teardown was requested.
+        const error = await h.expectBerthError(running);
+        expect(Date.now() - tornAt).toBeLessThan(h.ms(5_000));
+        expect(error.category, describeError(error)).not.toBe('transient_infra');
+        expect(error.message).toMatch(/torn down|cancel/i);
+        expect(lost, 'no lost event for a deliberate teardown').toEqual([]);
+        expect(env.phase).toBe('stopped');
       },
     });
   });

@@ -1,0 +1,60 @@
+import { afterAll, describe, expect } from 'vitest';
+import { capabilityCases } from './cases/capabilities.js';
+import { errorCases } from './cases/errors.js';
+import { execCases } from './cases/exec.js';
+import { imageCases } from './cases/images.js';
+import { lifecycleCases } from './cases/lifecycle.js';
+import { lostCases } from './cases/lost.js';
+import { transferCases } from './cases/transfer.js';
+import { describeError, Harness } from './harness.js';
+import type { ConformanceOptions } from './options.js';
+
+/**
+ * Register berth's behavioural conformance suite for one backend with vitest. Call it at the top
+ * level of a test file. Cases whose fault hook or image is not provided are registered as skipped,
+ * with the reason in their title; `options.skip` skips cases by id, visibly too.
+ */
+export function describeBackendConformance(options: ConformanceOptions): void {
+  if (!options.name) throw new Error('describeBackendConformance: options.name is required');
+  if (typeof options.createBackend !== 'function') throw new Error('describeBackendConformance: options.createBackend is required');
+  if (!options.images?.basic) throw new Error('describeBackendConformance: options.images.basic is required');
+  const h = new Harness(options);
+
+  describe(`berth conformance: ${options.name}`, () => {
+    lifecycleCases(h);
+    execCases(h);
+    transferCases(h);
+    lostCases(h);
+    capabilityCases(h);
+    imageCases(h);
+    errorCases(h);
+
+    describe('cleanup', () => {
+      h.defineCase({
+        id: 'cleanup.no-leftovers',
+        title: 'after every environment is torn down, no labelled resource of this session is left',
+        needs: ['faults.listLeftovers'],
+        timeoutMs: 60_000,
+        run: async () => {
+          const failures = await h.releaseAll();
+          expect(failures.map(describeError), 'teardown failures').toEqual([]);
+          expect(await options.faults!.listLeftovers!()).toEqual([]);
+        },
+      });
+    });
+
+    // The last hook of the suite: every child group's afterAll has run by now.
+    afterAll(async () => {
+      const failures = await h.releaseAll();
+      await h.removeTempDirs();
+      if (failures.length > 0) {
+        throw new Error(`teardown failed for ${failures.length} environment(s): ${failures.map(describeError).join('; ')}`);
+      }
+      const list = options.faults?.listLeftovers;
+      if (list) {
+        const left = await list();
+        if (left.length > 0) throw new Error(`the ${options.name} conformance suite left ${left.length} resource(s) behind: ${left.join(', ')}`);
+      }
+    }, h.hookTimeout());
+  });
+}
