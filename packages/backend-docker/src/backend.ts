@@ -71,7 +71,7 @@ export class DockerBackend implements Backend {
   }
 
   environment(input: EnvironmentSpecInput): Environment {
-    const spec = parseEnvironmentSpec(input);
+    const spec = parseEnvironmentSpec(input, { backend: NAME });
     const ctx = { operation: 'config' as const, backend: NAME };
     if ((spec.resources.gpus ?? 0) > 0) {
       throw new CapabilityError({ ...ctx, capability: 'gpus', message: 'the Docker backend does not provide GPUs; use a backend that does, or set resources.gpus to 0' });

@@ -59,7 +59,10 @@ export function mapDaemonError(error: unknown, ctx: ErrorContext): BerthError | 
     });
   }
   const status = statusOf(error);
-  if (status !== undefined && status >= 500 && !/no such container|is not running|not found/i.test(dockerMessage(error))) {
+  // The engine answers 500 for some deterministic refusals too (a tar that cannot be applied):
+  // those are not an unavailable daemon, and retrying them cannot help.
+  const deterministic = /no such container|is not running|not found|error processing tar file|not a directory|cannot overwrite|file exists|read-only file system|no space left/i;
+  if (status !== undefined && status >= 500 && !deterministic.test(dockerMessage(error))) {
     return new BackendUnavailableError({ ...ctx, message: `the Docker daemon failed: ${dockerMessage(error)}`, cause: error });
   }
   return undefined;

@@ -43,6 +43,7 @@ import type { DockerBackendOptions } from './options.js';
 import { pullImage, resolveDockerAuth } from './pull.js';
 
 const BACKEND = 'docker';
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** PID 1 of every sandbox: sleeps until killed, or until the spec's lifetime runs out. */
 function initCommand(lifetimeMs: number | undefined): string[] {
@@ -297,6 +298,15 @@ export class DockerEnvironment implements Environment {
     return this.#container;
   }
 
+  /** teardown() ran while an operation was in flight: the caller's own doing, so cancelled. */
+  #interruptedByTeardown(operation: Operation, cause?: unknown): CancelledError {
+    return new CancelledError({
+      ...this.#ctx(operation),
+      message: `environment ${this.id} was torn down while ${operation} was running`,
+      cause,
+    });
+  }
+
   #lost(operation: Operation, reason: string, cause?: unknown): SandboxLostError {
     return new SandboxLostError({
       ...this.#ctx(operation),
@@ -307,7 +317,8 @@ export class DockerEnvironment implements Environment {
   }
 
   #markLost(reason: string): void {
-    if (this.#lostReason) return;
+    // A sandbox removed by our own teardown is not lost: the caller asked for it.
+    if (this.#lostReason || this.#teardown) return;
     this.#lostReason = reason;
     this.#setPhase('lost', reason);
     this.events.emit('lost', reason);
@@ -358,13 +369,20 @@ export class DockerEnvironment implements Environment {
     if (opts.timeoutMs !== undefined && !(opts.timeoutMs > 0)) {
       throw new ConfigError({ ...this.#ctx('exec'), path: 'opts.timeoutMs', message: `timeoutMs must be a positive number of milliseconds, got ${opts.timeoutMs}` });
     }
+    for (const name of Object.keys(opts.env ?? {})) {
+      if (!ENV_NAME.test(name)) {
+        throw new ConfigError({ ...this.#ctx('exec'), path: `opts.env.${name}`, message: `invalid environment variable name "${name}": names are [A-Za-z_][A-Za-z0-9_]*` });
+      }
+    }
     throwIfAborted(opts.signal, this.#ctx('exec'));
     let outcome;
     try {
       outcome = await runExec(container, argv, opts, {});
     } catch (error) {
+      if (this.#teardown) throw this.#interruptedByTeardown('exec', error);
       throw this.#mapError(error, 'exec');
     }
+    if (this.#teardown) throw this.#interruptedByTeardown('exec');
     if (outcome.suspicious || outcome.cancelled) {
       // Killed by a signal from outside (137/143) or cut off: give the engine a moment to agree.
       const code = outcome.result.exitCode;
@@ -404,6 +422,7 @@ export class DockerEnvironment implements Environment {
       result = await body(container);
     } catch (error) {
       if (opts.signal?.aborted) throw cancelledFrom(opts.signal, this.#ctx(operation));
+      if (this.#teardown) throw this.#interruptedByTeardown(operation, error);
       const lost = isContainerGone(error) ? await this.#checkAlive(operation) : await this.#checkAlive(operation).catch(() => undefined);
       if (lost) throw fail('sandbox_lost', `${verb} failed: the sandbox is gone`, lost);
       if (TransferError.isInstance(error)) throw error;
@@ -419,6 +438,7 @@ export class DockerEnvironment implements Environment {
       if (daemon) throw fail('interrupted', `${verb} failed: ${daemon.message}`, daemon);
       throw fail('remote_io', `${verb} failed: ${dockerMessage(error)}`, error);
     }
+    if (this.#teardown) throw this.#interruptedByTeardown(operation);
     const after = await this.#checkAlive(operation);
     if (after) throw fail('sandbox_lost', `${verb} failed: the sandbox died during the transfer`, after);
     return result;

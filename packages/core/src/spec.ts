@@ -92,7 +92,7 @@ export type EnvironmentSpec = Omit<z.output<typeof EnvironmentSpecSchema>, 'imag
 export const DEFAULT_STARTUP_MS = 10 * 60_000;
 
 /** Validate a spec; throws ConfigError naming the offending field and what it should be. */
-export function parseEnvironmentSpec(input: unknown): EnvironmentSpec {
+export function parseEnvironmentSpec(input: unknown, context: { backend?: string } = {}): EnvironmentSpec {
   const result = EnvironmentSpecSchema.safeParse(input);
   if (!result.success) {
     const issue = result.error.issues[0];
@@ -100,7 +100,13 @@ export function parseEnvironmentSpec(input: unknown): EnvironmentSpec {
     const all = result.error.issues
       .map((i) => `${i.path.length ? 'spec.' + i.path.join('.') : 'spec'}: ${i.message}`)
       .join('; ');
-    throw new ConfigError({ message: `invalid environment spec: ${all}`, path, operation: 'config', cause: result.error });
+    throw new ConfigError({
+      message: `invalid environment spec: ${all}`,
+      path,
+      operation: 'config',
+      ...(context.backend ? { backend: context.backend } : {}),
+      cause: result.error,
+    });
   }
   const { image, ...rest } = result.data;
   const normalised = typeof image === 'string' ? { ref: image } : image;

@@ -130,8 +130,6 @@ export function lifecycleCases(h: Harness): void {
             syncError = error;
           }
           expect(ConfigError.isInstance(syncError), `environment(${JSON.stringify(input)}) must throw a ConfigError synchronously`).toBe(true);
-          // BUG: (docker) core's parseEnvironmentSpec, called by DockerBackend.environment(), builds
-          // the ConfigError without `backend`, so error.backend is undefined instead of the backend name.
           const error = await h.expectStartFailure(spec, ConfigError);
           expect(`${error.path ?? ''} ${error.message}`, `the error should name ${field}`).toContain(field);
           expect(error.category).toBe('permanent_infra');
@@ -257,11 +255,6 @@ export function lifecycleCases(h: Harness): void {
         await Promise.race([started, running]);
         const tornAt = Date.now();
         await h.release(env);
-        // BUG: (docker) the in-flight exec rejects with SandboxLostError ("lost during exec: removed" or
-        // "removing (exit 137)", transient_infra, retryable); the environment emits 'lost' and passes through
-        // phase 'lost': a teardown the caller asked for is reported as infrastructure failure, which a
-        // retry controller would count and retry. Cause: DockerEnvironment.exec() runs #checkAlive on
-        // the suspicious exit and #markLost()s without checking that #teardown was requested.
         const error = await h.expectBerthError(running);
         expect(Date.now() - tornAt).toBeLessThan(h.ms(5_000));
         expect(error.category, describeError(error)).not.toBe('transient_infra');

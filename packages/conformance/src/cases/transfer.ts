@@ -332,11 +332,6 @@ export function transferCases(h: Harness): void {
         await writeFile(join(dir, 'f.txt'), 'x');
         const base = `/tmp/${uniqueName('notdir')}`;
         await run(env(), `mkdir -p ${base} && echo file > ${base}/afile`);
-        // BUG: (docker) the engine answers 500 "Error processing tar file(exit status 1): open
-        // .../afile/child.txt: not a directory"; mapDaemonError (packages/backend-docker/src/
-        // docker-errors.ts) turns every 5xx into BackendUnavailableError, so the upload becomes a
-        // TransferError reason 'interrupted', category transient_infra, retryable: a deterministic
-        // bad path would be retried as an infrastructure flake.
         const file = await h.expectBerthError(env().uploadFile(join(dir, 'f.txt'), `${base}/afile/child.txt`), TransferError);
         expect(file.message).toContain(`${base}/afile/child.txt`);
         expect(file.category, describeError(file)).not.toBe('transient_infra');
@@ -362,11 +357,6 @@ export function transferCases(h: Harness): void {
         process.on('uncaughtException', onUncaught);
         try {
           await h.withEnv({}, async (env) => {
-            // BUG: (core) aborting an upload of a file >= 256 KiB mid-stream raises an uncaught
-            // 'error' event ("Error: aborted", emitted on tar-stream's entry Sink) that crashes a
-            // plain Node process. DockerEnvironment.#put destroys the pack stream on abort, and
-            // streamEntry in packages/core/src/archive/pack.ts never listens for 'error' on the entry
-            // sink returned by pack.entry(). The upload promise itself rejects correctly.
             const up = new AbortController();
             setTimeout(() => up.abort(new Error('caller gave up')), 100);
             const upload = await h.expectBerthError(env.uploadFile(local, '/tmp/aborted/big.bin', { signal: up.signal }), CancelledError);

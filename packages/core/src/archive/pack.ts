@@ -30,6 +30,11 @@ function writeEntry(pack: Pack, header: Parameters<Pack['entry']>[0], body?: Buf
 function streamEntry(pack: Pack, header: Parameters<Pack['entry']>[0], path: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const sink = pack.entry(header, (err) => (err ? reject(err) : resolve()));
+    // When the tar is destroyed mid-entry (an abort), the entry errors: reject, don't crash.
+    sink.on('error', (err: Error) => {
+      source.destroy();
+      reject(err);
+    });
     const source = createReadStream(path, { highWaterMark: 1024 * 1024 });
     source.on('error', (err) => {
       sink.destroy(err);
