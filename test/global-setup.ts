@@ -37,9 +37,11 @@ export async function teardown(): Promise<void> {
     throw new Error(`the test run left ${ours.length} berth container(s) behind: ${names.join(', ')}`);
   }
   // Keep the machine clean for the next run as well: no dangling private image copies.
-  try {
-    execFileSync('docker', ['image', 'rm', '127.0.0.1:5000/berth/private-busybox:latest'], { stdio: 'ignore' });
-  } catch {
-    /* not present */
+  for (const tag of ['latest', 'errors']) {
+    try {
+      execFileSync('docker', ['image', 'rm', `127.0.0.1:5000/berth/private-busybox:${tag}`], { stdio: 'ignore' });
+    } catch {
+      /* not present */
+    }
   }
 }

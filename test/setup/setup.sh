@@ -10,7 +10,9 @@ REGISTRY_ADDR=127.0.0.1:5000
 REGISTRY_USER=berth
 REGISTRY_PASS=berth-test-secret
 LOCAL_IMAGE=berth-test/busybox:latest
-PRIVATE_IMAGE=$REGISTRY_ADDR/berth/private-busybox:latest
+PRIVATE_REPO=$REGISTRY_ADDR/berth/private-busybox
+PRIVATE_TAGS='latest errors'
+PRIVATE_IMAGE=$PRIVATE_REPO:latest
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -90,16 +92,19 @@ if ! docker image inspect "$LOCAL_IMAGE" >/dev/null 2>&1; then
 fi
 
 # The private image: pushed with credentials, then removed locally so tests really pull it.
-if ! curl -s -f -o /dev/null -u "$REGISTRY_USER:$REGISTRY_PASS" \
-    "http://$REGISTRY_ADDR/v2/berth/private-busybox/manifests/latest" \
-    -H 'Accept: application/vnd.docker.distribution.manifest.v2+json'; then
-  log "pushing $PRIVATE_IMAGE"
-  cfg=$(mktemp -d)
-  echo "$REGISTRY_PASS" | DOCKER_CONFIG=$cfg docker login -u "$REGISTRY_USER" --password-stdin "$REGISTRY_ADDR" >/dev/null 2>&1
-  docker tag "$LOCAL_IMAGE" "$PRIVATE_IMAGE"
-  DOCKER_CONFIG=$cfg docker push "$PRIVATE_IMAGE" >/dev/null
-  rm -rf "$cfg"
-fi
-docker image rm "$PRIVATE_IMAGE" >/dev/null 2>&1 || true
+# One tag per test file that removes and re-pulls it, so files running in parallel don't race.
+for tag in $PRIVATE_TAGS; do
+  if ! curl -s -f -o /dev/null -u "$REGISTRY_USER:$REGISTRY_PASS" \
+      "http://$REGISTRY_ADDR/v2/berth/private-busybox/manifests/$tag" \
+      -H 'Accept: application/vnd.docker.distribution.manifest.v2+json'; then
+    log "pushing $PRIVATE_REPO:$tag"
+    cfg=$(mktemp -d)
+    echo "$REGISTRY_PASS" | DOCKER_CONFIG=$cfg docker login -u "$REGISTRY_USER" --password-stdin "$REGISTRY_ADDR" >/dev/null 2>&1
+    docker tag "$LOCAL_IMAGE" "$PRIVATE_REPO:$tag"
+    DOCKER_CONFIG=$cfg docker push "$PRIVATE_REPO:$tag" >/dev/null
+    rm -rf "$cfg"
+  fi
+  docker image rm "$PRIVATE_REPO:$tag" >/dev/null 2>&1 || true
+done
 
 log "ready: docker $(docker version --format '{{.Server.Version}}'), registry $REGISTRY_ADDR, image $LOCAL_IMAGE, private $PRIVATE_IMAGE"

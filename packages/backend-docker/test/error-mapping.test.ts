@@ -21,7 +21,8 @@ import { createDockerBackend } from '@berth/backend-docker';
 import { startFakeRegistry } from '../../../test/support/fake-registry.js';
 
 const docker = new Docker();
-const PRIVATE = '127.0.0.1:5000/berth/private-busybox:latest';
+// Its own tag: the conformance suite removes and re-pulls :latest in parallel with this file.
+const PRIVATE = '127.0.0.1:5000/berth/private-busybox:errors';
 const GOOD_AUTH = { username: 'berth', password: 'berth-test-secret' };
 const BASIC = 'berth-test/busybox:latest';
 const started: Environment[] = [];
@@ -193,7 +194,7 @@ describe('docker pulls and credentials', () => {
       // seed 000: docker.io/swebench/* rewritten to a local mirror
       mirrors: [{ from: 'docker.io/mirrored/', to: '127.0.0.1:5000/berth/' }],
     });
-    const env = await backend.start({ image: { ref: 'docker.io/mirrored/private-busybox:latest', auth: { secretName: 'local-registry' } }, network: 'none' });
+    const env = await backend.start({ image: { ref: 'docker.io/mirrored/private-busybox:errors', auth: { secretName: 'local-registry' } }, network: 'none' });
     started.push(env);
     expect((await env.exec(['cat', '/etc/passwd'])).stdout).toContain('root');
     await env.teardown();
