@@ -10,3 +10,8 @@ export * from './image-ref.js';
 export * from './credentials.js';
 export * from './archive/pack.js';
 export * from './archive/extract.js';
+export * from './trials/types.js';
+export * from './trials/clock.js';
+export * from './trials/journal.js';
+export * from './trials/report.js';
+export * from './trials/run-trials.js';

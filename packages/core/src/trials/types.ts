@@ -1,0 +1,166 @@
+import type { EventEmitter } from 'eventemitter3';
+import type { ClassifiedFailure } from '../classify.js';
+import type { FailureCategory, SerializedError } from '../errors.js';
+
+/** Anything JSON can carry: what a trial returns, e.g. `{ reward: 1 }`. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+export interface TrialContext {
+  /** 1-based, continuing across resumes. */
+  attempt: number;
+  /** Aborts on the caller's signal, at the run's deadline, or when the run is cancelled. */
+  signal: AbortSignal;
+  events: EventEmitter<RunEvents>;
+  taskId: string;
+}
+
+export type TrialFunction<T, O extends JsonValue> = (task: T, ctx: TrialContext) => Promise<O>;
+
+/** A failed attempt as recorded: its classification plus the whole serialised cause chain. */
+export interface AttemptFailure {
+  category: FailureCategory | 'unclassified';
+  type: string;
+  message: string;
+  unclassified: boolean;
+  retryable: boolean;
+  retryAfterMs?: number;
+  /** Set when the run (deadline or caller) stopped the attempt, rather than the attempt failing. */
+  stoppedBy?: 'deadline' | 'cancelled';
+  error: SerializedError;
+}
+
+export interface AttemptRecord<O extends JsonValue = JsonValue> {
+  taskId: string;
+  attempt: number;
+  startedAt: number;
+  endedAt: number;
+  durationMs: number;
+  /** 'outcome' when the trial returned; 'failed' when it threw. */
+  status: 'outcome' | 'failed';
+  outcome?: O;
+  failure?: AttemptFailure;
+}
+
+/**
+ * - scored: a usable attempt exists (an outcome, or a task failure: the sandbox worked).
+ * - infra_failed: every attempt failed on infrastructure and no retry is left (or worth it).
+ * - not_run: the deadline or a cancellation stopped the task before it had a usable attempt.
+ */
+export type TaskStatus = 'scored' | 'infra_failed' | 'not_run';
+
+export interface TaskRecord<O extends JsonValue = JsonValue> {
+  taskId: string;
+  status: TaskStatus;
+  /** The attempt number of the chosen trial: the first usable attempt, never the best reward. */
+  chosenAttempt?: number;
+  /** The chosen attempt's outcome (absent for a task failure). */
+  outcome?: O;
+  /** Set when the chosen attempt was a task failure, or for infra_failed / not_run: the last failure. */
+  failure?: AttemptFailure;
+  notRunReason?: 'deadline' | 'cancelled';
+  attempts: AttemptRecord<O>[];
+}
+
+export interface ValidityThresholds {
+  /** Minimum scored / total. Default 0.95. */
+  minCoverage?: number;
+  /** Permanent infrastructure failures tolerated (tasks). Default 0: one makes the run invalid. */
+  maxPermanentInfra?: number;
+  /** Unclassified failures tolerated (tasks). Default 0. */
+  maxUnclassified?: number;
+}
+
+export interface RunReport {
+  total: number;
+  /** Tasks with a usable attempt: outcomes plus task failures. */
+  scored: number;
+  taskFailures: number;
+  infraFailed: { total: number; transient: number; permanent: number; unclassified: number };
+  notRun: { total: number; deadline: number; cancelled: number };
+  /** scored / total; never hidden. */
+  coverage: number;
+  attempts: number;
+  retries: number;
+  /** Failed attempts by category and by error type (every attempt, not only final ones). */
+  byCategory: Record<string, number>;
+  byType: Record<string, number>;
+  /** Tasks whose final failure nobody classified. */
+  unclassified: number;
+  /**
+   * The mean of the numeric outcome field (`scoreField`, default 'reward') over scored tasks, task
+   * failures counting as 0. Always read beside `coverage`.
+   */
+  score?: { field: string; mean: number; over: number; coverage: number };
+  valid: boolean;
+  /** Why the run is invalid, in words; empty when valid. */
+  invalidReasons: string[];
+  durationMs: number;
+}
+
+export interface RunResult<O extends JsonValue = JsonValue> {
+  report: RunReport;
+  tasks: TaskRecord<O>[];
+  /** What resuming from a journal reused, when a journal was given. */
+  resume?: { reusedAttempts: number; interruptedAttempts: number };
+}
+
+export interface RunProgress {
+  total: number;
+  settled: number;
+  scored: number;
+  infraFailed: number;
+  notRun: number;
+  running: number;
+  attempts: number;
+}
+
+export interface RunEvents {
+  'attempt:start': (e: { taskId: string; attempt: number }) => void;
+  'attempt:end': (record: AttemptRecord) => void;
+  'retry:scheduled': (e: { taskId: string; attempt: number; delayMs: number; failure: AttemptFailure }) => void;
+  'task:settled': (record: TaskRecord) => void;
+  'run:progress': (progress: RunProgress) => void;
+  'run:end': (report: RunReport) => void;
+}
+
+export interface BackoffOptions {
+  /** First retry delay. Default 1000 ms. */
+  initialMs?: number;
+  /** Cap on any delay. Default 60,000 ms. */
+  maxMs?: number;
+  /** Growth per retry. Default 2. */
+  multiplier?: number;
+  /** Fraction of the delay randomised away (0 = none, 1 = full jitter). Default 0.5. */
+  jitter?: number;
+}
+
+/** Time, injectable so tests are deterministic. */
+export interface Clock {
+  now(): number;
+  /** Resolves after ms, or rejects with the signal's reason when it aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export interface RunTrialsOptions<T> {
+  /** A stable id per task; default: the task itself if a string, else its `id` or `name`. */
+  taskId?: (task: T) => string;
+  /** Attempts per task, first included. Default 3. */
+  maxAttempts?: number;
+  /** Trials running at once. Default 4. */
+  concurrency?: number;
+  /** Overall budget from the start of the run; then running attempts are stopped and no new ones start. */
+  deadlineMs?: number;
+  backoff?: BackoffOptions;
+  /** Should this failed attempt be retried? Default: its category is retryable (transient_infra). */
+  retryOn?: (failure: ClassifiedFailure & { attempt: number; taskId: string }) => boolean;
+  /** Append-only JSONL journal: resuming with the same path reuses every settled attempt. */
+  journal?: string;
+  signal?: AbortSignal;
+  validity?: ValidityThresholds;
+  /** The numeric outcome field averaged in the report. Default 'reward'. */
+  scoreField?: string;
+  events?: EventEmitter<RunEvents>;
+  clock?: Clock;
+  /** A source of randomness in [0, 1) for jitter. Default Math.random. */
+  random?: () => number;
+}
