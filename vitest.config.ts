@@ -10,6 +10,7 @@ export default defineConfig({
       '@berth/core': src('core'),
       '@berth/backend-docker': src('backend-docker'),
       '@berth/conformance': src('conformance'),
+      '@berth/harbor': src('harbor'),
     },
   },
   test: {

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { EventEmitter } from 'eventemitter3';
 import { classifyFailure, type ClassifiedFailure } from '../classify.js';
 import { ConfigError, serializeError } from '../errors.js';
@@ -116,6 +117,8 @@ export async function runTrials<T, O extends JsonValue>(
 
   // ------------------------------------------------------------------ stopping (deadline, cancel)
   const stopper = new AbortController();
+  // One listener per attempt in flight: as many as `concurrency`, which is not a leak.
+  setMaxListeners(0, stopper.signal);
   let stopReason: StopReason | undefined;
   const stop = (reason: StopReason) => {
     if (stopReason) return;
@@ -160,7 +163,12 @@ export async function runTrials<T, O extends JsonValue>(
     if (s.done) return;
     s.done = true;
     if (reason && !s.attempts.some(usable)) s.stopReason = reason;
-    events.emit('task:settled', toTaskRecord(s));
+    const status = statusOf(s);
+    counts.settled++;
+    if (status === 'scored') counts.scored++;
+    else if (status === 'infra_failed') counts.infraFailed++;
+    else counts.notRun++;
+    if (events.listenerCount('task:settled') > 0) events.emit('task:settled', toTaskRecord(s));
   };
 
   /** After an attempt: settled, or the delay before the next try. */
@@ -186,23 +194,10 @@ export async function runTrials<T, O extends JsonValue>(
     return { retryInMs: Math.round(Math.max(jittered, last.failure.retryAfterMs ?? 0)) };
   };
 
-  const progress = (): RunProgress => {
-    let scored = 0;
-    let infraFailed = 0;
-    let notRun = 0;
-    let settledCount = 0;
-    let attempts = 0;
-    for (const s of states) {
-      attempts += s.attempts.length;
-      if (!s.done) continue;
-      settledCount++;
-      const status = statusOf(s);
-      if (status === 'scored') scored++;
-      else if (status === 'infra_failed') infraFailed++;
-      else notRun++;
-    }
-    return { total: states.length, settled: settledCount, scored, infraFailed, notRun, running, attempts };
-  };
+  // Kept incrementally: recounting every task per attempt would make a run quadratic.
+  const counts: RunProgress = { total: states.length, settled: 0, scored: 0, infraFailed: 0, notRun: 0, running: 0, attempts: 0 };
+  for (const s of states) counts.attempts += s.attempts.length;
+  const progress = (): RunProgress => ({ ...counts, running });
 
   const schedule = (s: TaskState<T, O>) => {
     const step = nextStep(s);
@@ -251,11 +246,12 @@ export async function runTrials<T, O extends JsonValue>(
     // The run gave up waiting on this attempt (past the stop grace period) and has reported.
     if (finished) return;
     s.attempts.push(record);
+    counts.attempts++;
     if (!record.failure?.stoppedBy) s.counted++;
     journal?.settled(record);
     events.emit('attempt:end', record as AttemptRecord);
     schedule(s);
-    events.emit('run:progress', progress());
+    if (events.listenerCount('run:progress') > 0) events.emit('run:progress', progress());
   };
 
   for (const s of states) {

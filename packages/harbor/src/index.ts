@@ -1,0 +1,12 @@
+export type { HarborOutcome, HarborTask } from './task.js';
+export { DEFAULT_AGENT_TIMEOUT_SEC, DEFAULT_VERIFIER_TIMEOUT_SEC } from './task.js';
+export { loadHarborTask, loadHarborTasks } from './load-task.js';
+export { parseSizeToMb } from './size.js';
+export { LABEL_TASK, taskLabelValue } from './labels.js';
+export { buildSpec, type BuiltSpec, type SpecOverrides } from './spec.js';
+export { readReward, type HarborFailureKind } from './reward.js';
+export type { StepTiming } from './steps.js';
+export { attemptDir, type AttemptFailureJson, type AttemptResultFile } from './result-file.js';
+export type { AgentFunction, HarborAgent } from './agent.js';
+export { createHarborTrial, type HarborHooks, type HarborTrialOptions } from './trial.js';
+export { runHarborJob, type HarborJobOptions, type HarborJobReport, type HarborTaskSummary } from './job.js';

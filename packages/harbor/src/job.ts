@@ -1,0 +1,133 @@
+import { join, relative, resolve } from 'node:path';
+import {
+  ConfigError,
+  runTrials,
+  type Backend,
+  type RunReport,
+  type RunResult,
+  type RunTrialsOptions,
+  type TaskRecord,
+  type TaskStatus,
+} from '@berth/core';
+import { agentName, type HarborAgent } from './agent.js';
+import { loadHarborTasks } from './load-task.js';
+import { attemptDir, writeJsonFile } from './result-file.js';
+import type { SpecOverrides } from './spec.js';
+import type { HarborOutcome, HarborTask } from './task.js';
+import { createHarborTrial, type HarborHooks } from './trial.js';
+
+export interface HarborJobOptions extends Omit<RunTrialsOptions<HarborTask>, 'journal' | 'taskId'> {
+  /** The tasks to run; or give tasksDir. */
+  tasks?: HarborTask[];
+  /** A dataset directory (each subdirectory a task), or one task directory. */
+  tasksDir?: string;
+  backend: Backend;
+  /** Everything the job writes: attempts, journal.jsonl, report.json. */
+  jobDir: string;
+  /** Default 'oracle'. */
+  agent?: HarborAgent;
+  specOverrides?: SpecOverrides;
+  hooks?: HarborHooks;
+  /**
+   * The run journal. Default <jobDir>/journal.jsonl, so running the same job directory again
+   * resumes it (settled attempts are reused, none run twice); false for none.
+   */
+  journal?: string | false;
+}
+
+/** One task's line in report.json. */
+export interface HarborTaskSummary {
+  taskId: string;
+  status: TaskStatus;
+  /** The first usable attempt (never the best reward). */
+  chosenAttempt?: number;
+  reward?: number;
+  rewards?: Record<string, number>;
+  /** For a task failure (chosen), or the last failure of an infra_failed / not_run task. */
+  failureCategory?: string;
+  failureType?: string;
+  failureMessage?: string;
+  notRunReason?: 'deadline' | 'cancelled';
+  attempts: Array<{ attempt: number; status: 'outcome' | 'failed'; category?: string; type?: string; durationMs: number }>;
+  /** result.json of the chosen attempt, else of the last one; relative to the job directory. */
+  resultPath?: string;
+}
+
+/** <jobDir>/report.json. */
+export interface HarborJobReport {
+  jobDir: string;
+  tasksDir?: string;
+  agent: string;
+  backend: string;
+  startedAt: string;
+  endedAt: string;
+  report: RunReport;
+  resume?: RunResult['resume'];
+  tasks: HarborTaskSummary[];
+}
+
+function summarise(jobDir: string, record: TaskRecord<HarborOutcome>): HarborTaskSummary {
+  const summary: HarborTaskSummary = {
+    taskId: record.taskId,
+    status: record.status,
+    attempts: record.attempts.map((a) => ({
+      attempt: a.attempt,
+      status: a.status,
+      ...(a.failure ? { category: a.failure.category, type: a.failure.type } : {}),
+      durationMs: a.durationMs,
+    })),
+  };
+  if (record.chosenAttempt !== undefined) summary.chosenAttempt = record.chosenAttempt;
+  if (record.outcome) {
+    summary.reward = record.outcome.reward;
+    if (record.outcome.rewards) summary.rewards = record.outcome.rewards;
+  }
+  if (record.failure) {
+    summary.failureCategory = record.failure.category;
+    summary.failureType = record.failure.type;
+    summary.failureMessage = record.failure.message;
+  }
+  if (record.notRunReason) summary.notRunReason = record.notRunReason;
+  const shown = record.chosenAttempt ?? record.attempts.at(-1)?.attempt;
+  if (shown !== undefined) {
+    summary.resultPath = join(relative(jobDir, attemptDir(jobDir, record.taskId, shown)), 'result.json');
+  }
+  return summary;
+}
+
+/**
+ * Run a set of harbor tasks through runTrials (bounded concurrency, retries of transient infra
+ * failures only, first usable attempt chosen, honest report), writing per-attempt result.json
+ * files and <jobDir>/report.json. Returns runTrials' result.
+ */
+export async function runHarborJob(options: HarborJobOptions): Promise<RunResult<HarborOutcome>> {
+  const { tasks: given, tasksDir, backend, agent = 'oracle', specOverrides, hooks, journal, ...runOptions } = options;
+  if ((given === undefined) === (tasksDir === undefined)) {
+    throw new ConfigError({ operation: 'config', path: 'tasks', message: 'runHarborJob needs exactly one of tasks or tasksDir' });
+  }
+  const jobDir = resolve(options.jobDir);
+  const tasks = given ?? (await loadHarborTasks(tasksDir!));
+  const journalPath = journal === false ? undefined : (journal ?? resolve(jobDir, 'journal.jsonl'));
+
+  const startedAt = new Date();
+  const trial = createHarborTrial({ backend, jobDir, agent, ...(specOverrides ? { specOverrides } : {}), ...(hooks ? { hooks } : {}) });
+  const result = await runTrials(tasks, trial, {
+    ...runOptions,
+    taskId: (task) => task.id,
+    ...(journalPath ? { journal: journalPath } : {}),
+  });
+
+  const jobReport: HarborJobReport = {
+    jobDir,
+    ...(tasksDir ? { tasksDir: resolve(tasksDir) } : {}),
+    agent: agentName(agent),
+    backend: backend.name,
+    startedAt: startedAt.toISOString(),
+    endedAt: new Date().toISOString(),
+    report: result.report,
+    ...(result.resume ? { resume: result.resume } : {}),
+    tasks: result.tasks.map((t) => summarise(jobDir, t)),
+  };
+  await writeJsonFile(resolve(jobDir, 'report.json'), jobReport);
+  return result;
+}

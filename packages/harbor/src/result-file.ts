@@ -1,0 +1,48 @@
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { classifyFailure, redactSecrets, serializeError, type ClassifiedFailure, type SerializedError } from '@berth/core';
+import type { StepTiming } from './steps.js';
+import type { HarborOutcome } from './task.js';
+
+/** A failed attempt as written to result.json: what kind of failure, and the whole cause chain. */
+export type AttemptFailureJson = ClassifiedFailure & { error: SerializedError };
+
+/** `<jobDir>/<taskId>/attempt-<n>/result.json`: one per attempt, failed ones included. */
+export interface AttemptResultFile {
+  taskId: string;
+  attempt: number;
+  /** 'oracle', 'none', or the agent function's name. */
+  agent: string;
+  backend: string;
+  /** The sandbox's id (absent when it was never created). */
+  environmentId?: string;
+  image: string;
+  startedAt: string;
+  endedAt: string;
+  durationMs: number;
+  steps: StepTiming[];
+  /** task.toml settings not applied, and why. */
+  notes?: string[];
+  outcome?: HarborOutcome;
+  failure?: AttemptFailureJson;
+  /** Teardown failed after the attempt had settled; recorded, never allowed to mask the attempt's own result. */
+  teardownError?: SerializedError;
+}
+
+export function attemptDir(jobDir: string, taskId: string, attempt: number): string {
+  return join(jobDir, taskId, `attempt-${attempt}`);
+}
+
+/** Classification plus the serialised cause chain; the message is redacted like the chain is. */
+export function describeFailure(error: unknown): AttemptFailureJson {
+  const classified = classifyFailure(error);
+  return { ...classified, message: redactSecrets(classified.message), error: serializeError(error) };
+}
+
+/** Write JSON through a temporary file and a rename, so a reader (or a crash) never sees half a file. */
+export async function writeJsonFile(path: string, value: unknown): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = `${path}.${process.pid}.tmp`;
+  await writeFile(tmp, JSON.stringify(value, null, 2) + '\n');
+  await rename(tmp, path);
+}

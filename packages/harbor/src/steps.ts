@@ -1,0 +1,50 @@
+import { classifyFailure } from '@berth/core';
+
+/** How long one step of an attempt took, and how it ended. */
+export interface StepTiming {
+  /** 'start', 'upload solution', 'agent', 'upload tests', 'verifier', 'download verifier logs', 'teardown'... */
+  name: string;
+  /** Milliseconds from the attempt's start to this step's start. */
+  offsetMs: number;
+  durationMs: number;
+  ok: boolean;
+  /** For a command: its exit code and whether it timed out. */
+  exitCode?: number;
+  timedOut?: boolean;
+  /** For a failed step: the classified error type (the full chain is in result.json's failure). */
+  errorType?: string;
+}
+
+/**
+ * Times the steps of one attempt. A step that throws is recorded (with its error type) before the
+ * error goes on, so result.json shows where a failed attempt stopped and how long it had run.
+ */
+export class StepTimer {
+  readonly steps: StepTiming[] = [];
+  readonly #t0: number;
+
+  constructor(t0 = performance.now()) {
+    this.#t0 = t0;
+  }
+
+  async run<T>(name: string, fn: () => Promise<T>, describe?: (result: T) => Partial<StepTiming>): Promise<T> {
+    const started = performance.now();
+    const step: StepTiming = { name, offsetMs: round(started - this.#t0), durationMs: 0, ok: false };
+    this.steps.push(step);
+    try {
+      const result = await fn();
+      step.ok = true;
+      if (describe) Object.assign(step, describe(result));
+      return result;
+    } catch (error) {
+      step.errorType = classifyFailure(error).type;
+      throw error;
+    } finally {
+      step.durationMs = round(performance.now() - started);
+    }
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}

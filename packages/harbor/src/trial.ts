@@ -1,0 +1,108 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { serializeError, type Backend, type Environment, type TrialContext, type TrialFunction } from '@berth/core';
+import { agentName, checkAgentCanRun, runAgent, type HarborAgent } from './agent.js';
+import { attemptDir, describeFailure, writeJsonFile, type AttemptResultFile } from './result-file.js';
+import { buildSpec, type SpecOverrides } from './spec.js';
+import { StepTimer } from './steps.js';
+import type { HarborOutcome, HarborTask } from './task.js';
+import { runVerifier } from './verify.js';
+
+export interface HarborHooks {
+  /** Runs right after the sandbox started, before the agent: tests use it to inject faults. */
+  afterStart?(env: Environment, task: HarborTask, ctx: TrialContext): Promise<void>;
+}
+
+export interface HarborTrialOptions {
+  backend: Backend;
+  /** Attempts write to <jobDir>/<taskId>/attempt-<n>/. */
+  jobDir: string;
+  /** Default 'oracle'. */
+  agent?: HarborAgent;
+  specOverrides?: SpecOverrides;
+  hooks?: HarborHooks;
+}
+
+// Harbor's verifiers write to /logs/verifier (harbor mounts it); make sure it exists, so a test.sh
+// that just does `echo 1 > /logs/verifier/reward.txt` works as it does under harbor.
+const PREPARE = ['mkdir', '-p', '/logs/agent', '/logs/verifier'];
+
+/**
+ * One attempt at a harbor task, for runTrials: start a sandbox, run the agent, run the verifier,
+ * read the reward, tear down, and write <jobDir>/<taskId>/attempt-<n>/result.json whatever
+ * happened. Returns `{ reward, rewards? }` or throws:
+ * - a TaskFailure (RewardFileMissing, RewardFileEmpty, RewardFileInvalid, VerifierTimeout,
+ *   AgentTimeout) when the sandbox worked and the task did not;
+ * - berth's own error, unchanged, when the infrastructure failed (so runTrials can tell a lost
+ *   sandbox, worth a retry, from an image nobody can pull, which is not).
+ */
+export function createHarborTrial(options: HarborTrialOptions): TrialFunction<HarborTask, HarborOutcome> {
+  const { backend, jobDir, agent = 'oracle', specOverrides, hooks } = options;
+
+  return async (task, ctx) => {
+    const dir = attemptDir(jobDir, task.id, ctx.attempt);
+    // A directory left by an attempt the process died under (resumed runs continue numbering, but
+    // a hand-run trial may not): start clean so no stale file is mistaken for this attempt's.
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { recursive: true });
+
+    const startedAt = new Date();
+    const t0 = performance.now();
+    const timer = new StepTimer(t0);
+    const record: AttemptResultFile = {
+      taskId: task.id,
+      attempt: ctx.attempt,
+      agent: agentName(agent),
+      backend: backend.name,
+      image: task.image,
+      startedAt: startedAt.toISOString(),
+      endedAt: '',
+      durationMs: 0,
+      steps: timer.steps,
+    };
+
+    let env: Environment | undefined;
+    let failed: { error: unknown } | undefined;
+    try {
+      checkAgentCanRun(agent, task);
+      const { spec, notes } = buildSpec(task, backend, specOverrides);
+      record.image = typeof spec.image === 'string' ? spec.image : spec.image.ref;
+      if (notes.length > 0) record.notes = notes;
+      // environment() then start() rather than backend.start(): the same thing, but the sandbox id
+      // is known even when starting fails (a pull refused...), and teardown below removes it.
+      const sandbox = backend.environment(spec);
+      env = sandbox;
+      record.environmentId = sandbox.id;
+      await timer.run('start', () => sandbox.start({ signal: ctx.signal }));
+      if (hooks?.afterStart) await timer.run('hook afterStart', () => hooks.afterStart!(sandbox, task, ctx));
+      await timer.run('prepare', () => sandbox.exec(PREPARE, { signal: ctx.signal }));
+
+      await runAgent(agent, { env: sandbox, task, ctx, timer, outDir: join(dir, 'agent') });
+      record.outcome = await runVerifier({ env: sandbox, task, ctx, timer, outDir: join(dir, 'verifier') });
+    } catch (error) {
+      failed = { error };
+      record.failure = describeFailure(error);
+    } finally {
+      if (env) {
+        // Without the attempt's signal: a cancelled attempt must still remove its sandbox. A
+        // teardown failure is recorded, never allowed to replace the attempt's own result.
+        const sandbox = env;
+        try {
+          await timer.run('teardown', () => sandbox.teardown());
+        } catch (error) {
+          record.teardownError = serializeError(error);
+        }
+      }
+      record.endedAt = new Date().toISOString();
+      record.durationMs = Math.round(performance.now() - t0);
+    }
+
+    const writing = writeJsonFile(join(dir, 'result.json'), record);
+    if (failed) {
+      await writing.catch(() => undefined);
+      throw failed.error;
+    }
+    await writing;
+    return record.outcome!;
+  };
+}

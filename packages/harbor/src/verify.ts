@@ -1,0 +1,75 @@
+import { TransferError, type Environment, type ExecResult, type TrialContext } from '@berth/core';
+import { execTiming, saveOutput } from './agent.js';
+import { envContext, harborFailure, readReward } from './reward.js';
+import type { StepTimer } from './steps.js';
+import type { HarborOutcome, HarborTask } from './task.js';
+
+interface VerifyRun {
+  env: Environment;
+  task: HarborTask;
+  ctx: TrialContext;
+  timer: StepTimer;
+  /** <attemptDir>/verifier: /logs/verifier is downloaded here, beside test-stdout.txt / test-stderr.txt. */
+  outDir: string;
+}
+
+/** A short, single-line tail of the verifier's stderr, to say in a failure message why it wrote nothing. */
+function stderrTail(result: ExecResult): string {
+  const tail = result.stderr.trim().split('\n').slice(-3).join(' | ').slice(-300);
+  return tail ? `; stderr: ${tail}` : '';
+}
+
+/**
+ * Upload tests/ to /tests, run `sh /tests/test.sh` in /tests with the verifier timeout, keep its
+ * output, download /logs/verifier and read the reward from it.
+ *
+ * Only the task's own failures become TaskFailures (a timeout, a missing/empty/invalid reward
+ * file). Everything berth throws (a lost sandbox during the upload, a dead engine...) goes on
+ * unchanged: it is infrastructure, and its type decides whether the attempt is retried.
+ */
+export async function runVerifier({ env, task, ctx, timer, outDir }: VerifyRun): Promise<HarborOutcome> {
+  const { signal } = ctx;
+  await timer.run('upload tests', () => env.uploadDir(task.testsDir, '/tests', { signal }));
+  const result = await timer.run(
+    'verifier',
+    () => env.exec(['sh', '/tests/test.sh'], { cwd: '/tests', timeoutMs: task.verifierTimeoutSec * 1000, signal }),
+    execTiming,
+  );
+  const failure = envContext(env);
+  let downloadMissing: TransferError | undefined;
+  let failed: { error: unknown } | undefined;
+  try {
+    if (result.timedOut) {
+      throw harborFailure('VerifierTimeout', `tests/test.sh did not finish within ${task.verifierTimeoutSec} s`, failure);
+    }
+    try {
+      await timer.run('download verifier logs', () => env.downloadDir('/logs/verifier', outDir, { signal }));
+    } catch (error) {
+      // Only "it is not there" is the task's business; a transfer that failed because the sandbox
+      // died (or anything else) is infrastructure and propagates as is.
+      if (!(TransferError.isInstance(error) && error.reason === 'not_found')) throw error;
+      downloadMissing = error;
+    }
+  } catch (error) {
+    failed = { error };
+  }
+  // Written after the download, so a verifier's own file of the same name never replaces what
+  // berth captured, and whatever happened above (archived for offline regrading). A local write
+  // error must not mask the attempt's own failure.
+  const saving = saveOutput(outDir, 'test-', result);
+  if (failed) {
+    await saving.catch(() => undefined);
+    throw failed.error;
+  }
+  await saving;
+  if (downloadMissing) {
+    throw harborFailure(
+      'RewardFileMissing',
+      `/logs/verifier does not exist after tests/test.sh ran (exit ${result.exitCode}${stderrTail(result)})`,
+      failure,
+      downloadMissing,
+    );
+  }
+  // Say how the verifier ended: "exit 127; stderr: pytest: not found" is the usual answer.
+  return readReward(outDir, failure, ` (tests/test.sh exited ${result.exitCode}${stderrTail(result)})`);
+}
