@@ -1,77 +1,58 @@
 #!/usr/bin/env node
-// The main job, end to end: run a harbor-layout task in a Docker sandbox through berth.
-// Preflight, start, upload the oracle solution and run it, upload the tests and run them, read
-// /logs/verifier/reward.txt, tear down; print the reward and how long each step took.
+// The main job, end to end: run the harbor-layout tasks in examples/tasks through berth's runner,
+// each in its own Docker sandbox, with the oracle agent (solution/solve.sh) and the task's
+// verifier (tests/test.sh). Transient infrastructure failures are retried; the report says how many
+// tasks were really scored and whether the run is valid. Prints each task's reward and step
+// timings, then the run report; exits non-zero when the run is invalid.
 //
-//   node examples/quickstart.mjs [task-dir]     (default: examples/tasks/hello-world)
+//   node examples/quickstart.mjs [tasks-dir]     (default: examples/tasks)
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parse as parseToml } from 'smol-toml';
-import { classifyFailure } from '@berth/core';
 import { createDockerBackend } from '@berth/backend-docker';
+import { runHarborJob } from '@berth/harbor';
 
-const taskDir = resolve(process.argv[2] ?? new URL('./tasks/hello-world', import.meta.url).pathname);
-const task = parseToml(await readFile(join(taskDir, 'task.toml'), 'utf8'));
-const envConfig = task.environment ?? {};
-const spec = {
-  image: envConfig.docker_image,
-  resources: { cpus: envConfig.cpus ?? 1, memoryMb: envConfig.memory_mb ?? 1024 },
-  network: 'none',
-  timeouts: { startupMs: 120_000 },
-  labels: { 'berth.example': 'quickstart' },
-};
+const tasksDir = resolve(process.argv[2] ?? new URL('./tasks', import.meta.url).pathname);
+const jobDir = await mkdtemp(join(tmpdir(), 'berth-quickstart-'));
+console.log(`tasks    ${tasksDir}`);
+console.log(`job      ${jobDir}   (result.json per attempt, verifier output, journal.jsonl, report.json)`);
 
-const timings = [];
-async function step(name, fn) {
-  const t0 = performance.now();
-  try {
-    return await fn();
-  } finally {
-    timings.push([name, performance.now() - t0]);
+const { report } = await runHarborJob({
+  tasksDir,
+  backend: createDockerBackend(),
+  jobDir,
+  agent: 'oracle',
+  concurrency: 4,
+  maxAttempts: 3,
+});
+
+// Per task: the chosen attempt (the first usable one), or the last one when none was usable.
+const job = JSON.parse(await readFile(join(jobDir, 'report.json'), 'utf8'));
+for (const task of job.tasks) {
+  const result = task.resultPath ? JSON.parse(await readFile(join(jobDir, task.resultPath), 'utf8')) : undefined;
+  const tries = `attempt ${task.chosenAttempt ?? task.attempts.at(-1)?.attempt ?? '-'} of ${task.attempts.length}`;
+  const verdict =
+    task.reward !== undefined
+      ? `reward ${task.reward}`
+      : task.status === 'scored'
+        ? `task failure: ${task.failureType}`
+        : `${task.status}: ${task.failureCategory} (${task.failureType})`;
+  console.log(`\n${task.taskId}   ${verdict}   (${tries}${result ? `, image ${result.image}` : ''})`);
+  if (task.reward === undefined && task.failureMessage) console.log(`  ${task.failureMessage}`);
+  for (const step of result?.steps ?? []) {
+    const extra = step.exitCode !== undefined ? `  exit ${step.exitCode}${step.timedOut ? ' (timed out)' : ''}` : step.ok ? '' : `  failed: ${step.errorType}`;
+    console.log(`  ${step.name.padEnd(24)} ${step.durationMs.toFixed(1).padStart(8)} ms${extra}`);
   }
+  if (result) console.log(`  ${'total'.padEnd(24)} ${result.durationMs.toFixed(1).padStart(8)} ms`);
 }
 
-const backend = createDockerBackend();
-const preflight = await step('preflight', () => backend.preflight(spec));
-if (!preflight.ok) {
-  console.error('preflight failed:');
-  for (const c of preflight.checks) console.error(`  ${c.status.padEnd(4)} ${c.name}: ${c.message}`);
-  process.exit(2);
-}
-
-let reward;
-let failure;
-const env = backend.environment(spec);
-try {
-  await step('start', () => env.start());
-  await step('upload solution', () => env.uploadDir(join(taskDir, 'solution'), '/solution'));
-  const agent = await step('run oracle', () =>
-    env.exec(['sh', '/solution/solve.sh'], { timeoutMs: (task.agent?.timeout_sec ?? 600) * 1000 }),
-  );
-  if (agent.exitCode !== 0) console.error(`oracle exited ${agent.exitCode}: ${agent.stderr}`);
-  await step('upload tests', () => env.uploadDir(join(taskDir, 'tests'), '/tests'));
-  const verifier = await step('run tests', () =>
-    env.exec(['sh', '/tests/test.sh'], { timeoutMs: (task.verifier?.timeout_sec ?? 600) * 1000 }),
-  );
-  process.stdout.write(verifier.stdout);
-  const out = await mkdtemp(join(tmpdir(), 'berth-quickstart-'));
-  await step('download reward', () => env.downloadFile('/logs/verifier/reward.txt', join(out, 'reward.txt')));
-  reward = Number((await readFile(join(out, 'reward.txt'), 'utf8')).trim());
-} catch (error) {
-  failure = classifyFailure(error);
-} finally {
-  await step('teardown', () => env.teardown());
-}
-
-const total = timings.reduce((sum, [, ms]) => sum + ms, 0);
-console.log(`\ntask     ${taskDir}`);
-console.log(`image    ${spec.image}`);
-for (const [name, ms] of timings) console.log(`  ${name.padEnd(16)} ${ms.toFixed(1).padStart(8)} ms`);
-console.log(`  ${'total'.padEnd(16)} ${total.toFixed(1).padStart(8)} ms`);
-if (failure) {
-  console.log(`\nno reward: ${failure.category} (${failure.type}): ${failure.message}`);
-  process.exit(1);
-}
-console.log(`\nreward   ${reward}`);
-process.exit(reward === 1 ? 0 : 1);
+const mean = report.score ? `${report.score.mean.toFixed(3)} over ${report.score.over} scored` : 'n/a';
+console.log(`\nscored   ${report.scored}/${report.total}   coverage ${report.coverage.toFixed(3)}   mean reward ${mean}`);
+console.log(
+  `attempts ${report.attempts} (${report.retries} retries)   task failures ${report.taskFailures}   ` +
+    `infra failed ${report.infraFailed.total} (transient ${report.infraFailed.transient}, permanent ${report.infraFailed.permanent})   ` +
+    `not run ${report.notRun.total}`,
+);
+console.log(`valid    ${report.valid ? 'yes' : 'NO'}`);
+for (const reason of report.invalidReasons) console.log(`  - ${reason}`);
+process.exit(report.valid ? 0 : 1);

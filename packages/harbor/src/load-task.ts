@@ -62,8 +62,10 @@ export async function loadHarborTask(dir: string): Promise<HarborTask> {
   try {
     root = parseToml(text) as Record<string, unknown>;
   } catch (error) {
-    // smol-toml's message carries the line and column and a code frame.
-    throw configError('task.toml', `${configPath} is not valid TOML: ${(error as Error).message}`, error);
+    // smol-toml's TomlError knows where; its message adds a code frame under the first line.
+    const { line, column } = error as { line?: unknown; column?: unknown };
+    const where = typeof line === 'number' ? ` at line ${line}${typeof column === 'number' ? `, column ${column}` : ''}` : '';
+    throw configError('task.toml', `${configPath} is not valid TOML${where}: ${(error as Error).message}`, error);
   }
   const fields = new TomlFields(configPath, root);
 

@@ -1,6 +1,6 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { classifyFailure, redactSecrets, serializeError, type ClassifiedFailure, type SerializedError } from '@berth/core';
+import { ConfigError, classifyFailure, redactSecrets, serializeError, type ClassifiedFailure, type SerializedError } from '@berth/core';
 import type { StepTiming } from './steps.js';
 import type { HarborOutcome } from './task.js';
 
@@ -29,7 +29,18 @@ export interface AttemptResultFile {
   teardownError?: SerializedError;
 }
 
+/**
+ * Where an attempt's files go. The task id becomes a path component (and the directory is cleared
+ * before each attempt), so an id that could point elsewhere ('..', 'a/b') is refused.
+ */
 export function attemptDir(jobDir: string, taskId: string, attempt: number): string {
+  if (taskId === '' || taskId === '.' || taskId === '..' || /[/\\\0]/.test(taskId)) {
+    throw new ConfigError({
+      operation: 'config',
+      path: 'task.id',
+      message: `task id ${JSON.stringify(taskId)} cannot name a directory in the job directory; use the task directory's name`,
+    });
+  }
   return join(jobDir, taskId, `attempt-${attempt}`);
 }
 

@@ -14,7 +14,7 @@ const UNIT_MB: Record<string, number> = {
  * A bare number is refused on purpose: Docker reads it as bytes, a human often means megabytes.
  */
 export function parseSizeToMb(text: string): number | undefined {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*([kmgt])(?:i?b)?\s*$/i.exec(text);
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([kmgt])(?:ib|i|b)?\s*$/i.exec(text);
   if (!match) return undefined;
   const value = Number(match[1]);
   const perUnit = UNIT_MB[match[2]!.toLowerCase()];

@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { EventEmitter } from 'eventemitter3';
 import { classifyFailure, type ClassifiedFailure } from '../classify.js';
 import { ConfigError, serializeError } from '../errors.js';
+import { redactSecrets } from '../redact.js';
 import { systemClock } from './clock.js';
 import { RunJournal } from './journal.js';
 import { buildRunReport } from './report.js';
@@ -143,7 +144,8 @@ export async function runTrials<T, O extends JsonValue>(
     const failure: AttemptFailure = {
       category: classified.category,
       type: classified.type,
-      message: classified.message,
+      // Journals and reports leave the process: no secret may ride along in a message.
+      message: redactSecrets(classified.message),
       unclassified: classified.unclassified,
       retryable: classified.retryable,
       error: serializeError(error),

@@ -1,0 +1,224 @@
+// The trial function on its own, against the real Docker engine: one attempt per test, called the
+// way runTrials calls it.
+import { readFile, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { EventEmitter } from 'eventemitter3';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  BerthError,
+  ConfigError,
+  SandboxLostError,
+  TaskFailure,
+  TransferError,
+  classifyFailure,
+  type RunEvents,
+  type TrialContext,
+} from '@berth/core';
+import { createDockerBackend } from '@berth/backend-docker';
+import { createHarborTrial, loadHarborTask, type AttemptResultFile, type HarborAgent, type HarborHooks, type HarborTask } from '@berth/harbor';
+import { taskToml, tempDir, writeTask, type TaskFiles } from './support.js';
+
+const docker = new Docker();
+const backend = createDockerBackend();
+const dirs: string[] = [];
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+function ctxFor(task: HarborTask, attempt = 1, signal = new AbortController().signal): TrialContext {
+  return { attempt, signal, events: new EventEmitter<RunEvents>(), taskId: task.id };
+}
+
+async function setup(files: TaskFiles = {}, id = 'task') {
+  const root = await tempDir('trial');
+  dirs.push(root);
+  const task = await loadHarborTask(await writeTask(join(root, 'tasks'), id, files));
+  const jobDir = join(root, 'job');
+  return { task, jobDir };
+}
+
+async function resultOf(jobDir: string, task: HarborTask, attempt = 1): Promise<AttemptResultFile> {
+  return JSON.parse(await readFile(join(jobDir, task.id, `attempt-${attempt}`, 'result.json'), 'utf8')) as AttemptResultFile;
+}
+
+async function run(files: TaskFiles, opts: { agent?: HarborAgent; hooks?: HarborHooks; attempt?: number } = {}) {
+  const { task, jobDir } = await setup(files);
+  const trial = createHarborTrial({ backend, jobDir, ...(opts.agent ? { agent: opts.agent } : {}), ...(opts.hooks ? { hooks: opts.hooks } : {}) });
+  const settled = await trial(task, ctxFor(task, opts.attempt ?? 1)).then(
+    (outcome) => ({ outcome, error: undefined as unknown }),
+    (error: unknown) => ({ outcome: undefined, error }),
+  );
+  const result = await resultOf(jobDir, task, opts.attempt ?? 1);
+  // Whatever happened, the sandbox is gone.
+  if (result.environmentId) await expect(docker.getContainer(result.environmentId).inspect()).rejects.toMatchObject({ statusCode: 404 });
+  return { ...settled, result, task, jobDir, attemptDir: join(jobDir, task.id, `attempt-${opts.attempt ?? 1}`) };
+}
+
+async function taskFailureOf(files: TaskFiles, agent?: HarborAgent) {
+  const r = await run(files, agent ? { agent } : {});
+  expect(TaskFailure.isInstance(r.error), String(r.error)).toBe(true);
+  expect(r.result.failure).toMatchObject({ category: 'task_failure', type: (r.error as TaskFailure).type });
+  expect(r.result.outcome).toBeUndefined();
+  return r;
+}
+
+describe('createHarborTrial on Docker', () => {
+  it('oracle: solves, verifies, scores 1, and archives everything in result.json and beside it', async () => {
+    const r = await run({});
+    expect(r.error).toBeUndefined();
+    expect(r.outcome).toEqual({ reward: 1 });
+    expect(r.result).toMatchObject({ taskId: 'task', attempt: 1, agent: 'oracle', backend: 'docker', image: 'berth-test/busybox:latest', outcome: { reward: 1 } });
+    expect(r.result.failure).toBeUndefined();
+    expect(r.result.steps.map((s) => s.name)).toEqual([
+      'start',
+      'prepare',
+      'upload solution',
+      'agent',
+      'upload tests',
+      'verifier',
+      'download verifier logs',
+      'teardown',
+    ]);
+    expect(r.result.steps.every((s) => s.ok && s.durationMs >= 0)).toBe(true);
+    expect(r.result.steps.find((s) => s.name === 'verifier')).toMatchObject({ exitCode: 0, timedOut: false });
+    expect(Date.parse(r.result.endedAt) - Date.parse(r.result.startedAt)).toBeGreaterThanOrEqual(0);
+    expect(await readFile(join(r.attemptDir, 'verifier', 'test-stdout.txt'), 'utf8')).toBe('PASS\n');
+    expect(await readFile(join(r.attemptDir, 'verifier', 'test-stderr.txt'), 'utf8')).toBe('');
+    expect(await readFile(join(r.attemptDir, 'verifier', 'reward.txt'), 'utf8')).toBe('1\n');
+    await stat(join(r.attemptDir, 'agent', 'stdout.txt'));
+    // The container carried the task label.
+    expect(r.result.environmentId).toMatch(/^berth-/);
+  });
+
+  it("agent 'none' leaves the task unsolved: reward 0, the verifier's stderr kept", async () => {
+    const r = await run({}, { agent: 'none' });
+    expect(r.outcome).toEqual({ reward: 0 });
+    expect(r.result.steps.map((s) => s.name)).not.toContain('agent');
+    expect(await readFile(join(r.attemptDir, 'verifier', 'test-stderr.txt'), 'utf8')).toMatch(/FAIL/);
+  });
+
+  it('an agent function works in the started environment', async () => {
+    async function myAgent(env: import('@berth/core').Environment, task: HarborTask, ctx: TrialContext) {
+      expect(ctx.signal.aborted).toBe(false);
+      expect(task.id).toBe('task');
+      await env.exec('mkdir -p /app && echo solved > /app/done', { signal: ctx.signal });
+    }
+    const r = await run({ solve: null }, { agent: myAgent });
+    expect(r.outcome).toEqual({ reward: 1 });
+    expect(r.result.agent).toBe('myAgent');
+  });
+
+  it('reward.json: every numeric field in rewards, and the test runs in /tests', async () => {
+    const r = await run({
+      test: `#!/bin/sh\n[ "$(pwd)" = /tests ] || exit 3\necho '{"reward": 0.5, "passed": 3, "failed": 3, "note": "half"}' > /logs/verifier/reward.json\n`,
+    });
+    expect(r.error).toBeUndefined();
+    expect(r.outcome).toEqual({ reward: 0.5, rewards: { reward: 0.5, passed: 3, failed: 3 } });
+  });
+
+  it('no reward file is RewardFileMissing, saying how the verifier ended', async () => {
+    const r = await taskFailureOf({ test: '#!/bin/sh\necho "pytest: not found" >&2\nexit 127\n' });
+    expect((r.error as TaskFailure).type).toBe('RewardFileMissing');
+    expect((r.error as Error).message).toMatch(/exited 127.*pytest: not found/);
+    expect(r.result.steps.find((s) => s.name === 'verifier')).toMatchObject({ exitCode: 127 });
+    expect(await readFile(join(r.attemptDir, 'verifier', 'test-stderr.txt'), 'utf8')).toBe('pytest: not found\n');
+  });
+
+  it('a verifier that removed /logs/verifier is RewardFileMissing too, with the transfer as cause', async () => {
+    const r = await taskFailureOf({ test: '#!/bin/sh\nrm -rf /logs/verifier\n' });
+    expect((r.error as TaskFailure).type).toBe('RewardFileMissing');
+    expect(TransferError.isInstance((r.error as Error).cause)).toBe(true);
+    expect(r.result.failure?.error.cause).toMatchObject({ type: 'TransferError', details: { reason: 'not_found' } });
+  });
+
+  it('empty and unparseable reward files are RewardFileEmpty and RewardFileInvalid', async () => {
+    const empty = await taskFailureOf({ test: '#!/bin/sh\n: > /logs/verifier/reward.txt\n' });
+    expect((empty.error as TaskFailure).type).toBe('RewardFileEmpty');
+    const invalid = await taskFailureOf({ test: '#!/bin/sh\necho PASSED > /logs/verifier/reward.txt\n' });
+    expect((invalid.error as TaskFailure).type).toBe('RewardFileInvalid');
+    expect((invalid.error as Error).message).toContain('"PASSED"');
+  });
+
+  it('a verifier past its timeout is VerifierTimeout, its output still kept', async () => {
+    const toml = taskToml().replace('[verifier]\ntimeout_sec = 60.0', '[verifier]\ntimeout_sec = 1');
+    const r = await taskFailureOf({ toml, test: '#!/bin/sh\necho started\nsleep 30\necho 1 > /logs/verifier/reward.txt\n' });
+    expect((r.error as TaskFailure).type).toBe('VerifierTimeout');
+    expect(r.result.steps.find((s) => s.name === 'verifier')).toMatchObject({ timedOut: true });
+    expect(r.result.durationMs).toBeLessThan(15_000);
+    expect(await readFile(join(r.attemptDir, 'verifier', 'test-stdout.txt'), 'utf8')).toBe('started\n');
+  });
+
+  it('an oracle past its timeout is AgentTimeout; so is an agent function', async () => {
+    const toml = taskToml().replace('[agent]\ntimeout_sec = 60.0', '[agent]\ntimeout_sec = 1');
+    const oracle = await taskFailureOf({ toml, solve: '#!/bin/sh\nsleep 30\n' });
+    expect((oracle.error as TaskFailure).type).toBe('AgentTimeout');
+    expect(oracle.result.steps.map((s) => s.name)).not.toContain('verifier');
+    const stuck: HarborAgent = (_env, _task, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
+    const fn = await taskFailureOf({ toml, solve: null }, stuck);
+    expect((fn.error as TaskFailure).type).toBe('AgentTimeout');
+  });
+
+  it('an oracle run of a task without solve.sh is a ConfigError before any sandbox starts', async () => {
+    const r = await run({ solve: null });
+    expect(ConfigError.isInstance(r.error)).toBe(true);
+    expect(r.result.environmentId).toBeUndefined();
+    expect(r.result.failure).toMatchObject({ category: 'permanent_infra', type: 'ConfigError' });
+  });
+
+  it('a sandbox killed mid-attempt: berth error propagates unchanged (transient), result.json has the cause chain', async () => {
+    const r = await run({}, {
+      hooks: {
+        async afterStart(env) {
+          const container = docker.getContainer(env.id);
+          await container.kill();
+          await container.wait();
+        },
+      },
+    });
+    // Not wrapped in anything vaguer: the error thrown is berth's own.
+    expect(BerthError.isInstance(r.error)).toBe(true);
+    expect(TaskFailure.isInstance(r.error)).toBe(false);
+    expect(SandboxLostError.isInstance(r.error) || TransferError.isInstance(r.error)).toBe(true);
+    expect(classifyFailure(r.error)).toMatchObject({ category: 'transient_infra', retryable: true });
+    expect(r.result.failure).toMatchObject({ category: 'transient_infra', retryable: true });
+    expect(r.result.failure?.error.cause).toBeDefined();
+    expect(r.result.steps.at(-1)).toMatchObject({ name: 'teardown', ok: true });
+    expect(r.result.steps.find((s) => !s.ok)?.errorType).toMatch(/SandboxLostError|TransferError/);
+  });
+
+  it('a cancelled attempt is cancelled, and still tears its sandbox down', async () => {
+    const { task, jobDir } = await setup({ solve: '#!/bin/sh\nsleep 30\n' });
+    const controller = new AbortController();
+    const trial = createHarborTrial({
+      backend,
+      jobDir,
+      hooks: {
+        async afterStart() {
+          setTimeout(() => controller.abort(new Error('stop')), 300);
+        },
+      },
+    });
+    const error = await trial(task, ctxFor(task, 1, controller.signal)).catch((e: unknown) => e);
+    expect(classifyFailure(error).category).toBe('cancelled');
+    const result = await resultOf(jobDir, task);
+    expect(result.failure?.category).toBe('cancelled');
+    await expect(docker.getContainer(result.environmentId!).inspect()).rejects.toMatchObject({ statusCode: 404 });
+  });
+
+  it('writes each attempt to its own directory, and starts a re-used attempt directory clean', async () => {
+    const { task, jobDir } = await setup();
+    const trial = createHarborTrial({ backend, jobDir });
+    await trial(task, ctxFor(task, 2));
+    const stale = join(jobDir, task.id, 'attempt-2', 'verifier', 'stale.txt');
+    await import('node:fs/promises').then((fs) => fs.writeFile(stale, 'old'));
+    await trial(task, ctxFor(task, 2));
+    await expect(stat(stale)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect((await resultOf(jobDir, task, 2)).attempt).toBe(2);
+  });
+
+  it('leaves no container behind', async () => {
+    const left = await docker.listContainers({ all: true, filters: { label: [`berth.owner-pid=${process.pid}`] } });
+    expect(left).toEqual([]);
+  });
+});

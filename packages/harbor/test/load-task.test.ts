@@ -1,0 +1,213 @@
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, classifyFailure } from '@berth/core';
+import { loadHarborTask, loadHarborTasks, parseSizeToMb } from '@berth/harbor';
+import { BASIC_IMAGE, taskToml, tempDir, writeTask } from './support.js';
+
+const roots: string[] = [];
+async function root(): Promise<string> {
+  const dir = await tempDir('load');
+  roots.push(dir);
+  return dir;
+}
+afterAll(async () => {
+  await Promise.all(roots.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+/** The ConfigError a load rejects with (fails the test if it resolves or throws something else). */
+async function configErrorOf(promise: Promise<unknown>): Promise<ConfigError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(ConfigError.isInstance(error), `expected a ConfigError, got ${String(error)}`).toBe(true);
+  return error as ConfigError;
+}
+
+describe('loadHarborTask', () => {
+  it('reads every field of a complete task', async () => {
+    const dir = await writeTask(await root(), 'full-task', {
+      toml: `version = "1.0"
+[metadata]
+difficulty = "hard"
+[agent]
+timeout_sec = 120.5
+[verifier]
+timeout_sec = 30
+[environment]
+docker_image = "ghcr.io/acme/env:1"
+cpus = 2.5
+memory_mb = 4096
+storage_mb = 10240
+gpus = 1
+allow_internet = true
+`,
+      instruction: 'do the thing',
+    });
+    const task = await loadHarborTask(dir);
+    expect(task).toEqual({
+      id: 'full-task',
+      dir,
+      configPath: join(dir, 'task.toml'),
+      image: 'ghcr.io/acme/env:1',
+      resources: { cpus: 2.5, memoryMb: 4096, storageMb: 10240, gpus: 1 },
+      allowInternet: true,
+      agentTimeoutSec: 120.5,
+      verifierTimeoutSec: 30,
+      testsDir: join(dir, 'tests'),
+      solutionDir: join(dir, 'solution'),
+      instructionPath: join(dir, 'instruction.md'),
+    });
+  });
+
+  it('defaults: no internet, 600 s timeouts, no resources asked, no solution', async () => {
+    const dir = await writeTask(await root(), 'minimal', { toml: `[environment]\ndocker_image = "${BASIC_IMAGE}"\n`, solve: null });
+    const task = await loadHarborTask(dir);
+    expect(task.allowInternet).toBe(false);
+    expect(task.agentTimeoutSec).toBe(600);
+    expect(task.verifierTimeoutSec).toBe(600);
+    expect(task.resources).toEqual({});
+    expect(task.solutionDir).toBeUndefined();
+    expect(task.instructionPath).toBeUndefined();
+  });
+
+  it('accepts memory = "2G" (and storage = "10G") the compose way', async () => {
+    const r = await root();
+    const task = await loadHarborTask(
+      await writeTask(r, 'mem', { toml: `[environment]\ndocker_image = "x"\nmemory = "2G"\nstorage = "10G"\n` }),
+    );
+    expect(task.resources).toEqual({ memoryMb: 2048, storageMb: 10240 });
+    // Both forms at once are fine when they agree...
+    const same = await loadHarborTask(await writeTask(r, 'same', { toml: `[environment]\ndocker_image = "x"\nmemory = "1G"\nmemory_mb = 1024\n` }));
+    expect(same.resources.memoryMb).toBe(1024);
+    // ...and refused when they do not.
+    const error = await configErrorOf(loadHarborTask(await writeTask(r, 'disagree', { toml: `[environment]\ndocker_image = "x"\nmemory = "2G"\nmemory_mb = 1024\n` })));
+    expect(error.path).toBe('environment.memory');
+    expect(error.message).toMatch(/disagrees with environment\.memory_mb/);
+  });
+
+  it.each([
+    ['memory = "2"', 'environment.memory', /with a unit such as "2G"/],
+    ['memory = 2048', 'environment.memory', /memory_mb/],
+    ['memory = "lots"', 'environment.memory', /"lots"/],
+    ['memory_mb = 1.5', 'environment.memory_mb', /positive integer/],
+    ['cpus = "2"', 'environment.cpus', /positive number, got "2"/],
+    ['cpus = 0', 'environment.cpus', /positive number, got 0/],
+    ['gpus = 1.5', 'environment.gpus', /whole number/],
+    ['allow_internet = "yes"', 'environment.allow_internet', /true or false/],
+    ['docker_image = ""', 'environment.docker_image', /non-empty string/],
+  ])('refuses %s, naming the file and %s', async (line, path, message) => {
+    const dir = await writeTask(await root(), 'bad-field', {
+      toml: line.startsWith('docker_image') ? `[environment]\n${line}\n` : `[environment]\ndocker_image = "x"\n${line}\n`,
+    });
+    const error = await configErrorOf(loadHarborTask(dir));
+    expect(error.path).toBe(path);
+    expect(error.message).toContain(join(dir, 'task.toml'));
+    expect(error.message).toMatch(message);
+    expect(classifyFailure(error)).toMatchObject({ category: 'permanent_infra', type: 'ConfigError' });
+  });
+
+  it('refuses bad timeouts and a section that is not a table', async () => {
+    const r = await root();
+    const timeout = await configErrorOf(loadHarborTask(await writeTask(r, 't1', { toml: taskToml(BASIC_IMAGE).replace('[verifier]\ntimeout_sec = 60.0', '[verifier]\ntimeout_sec = -1') })));
+    expect(timeout.path).toBe('verifier.timeout_sec');
+    const section = await configErrorOf(loadHarborTask(await writeTask(r, 't2', { toml: 'agent = 3\n[environment]\ndocker_image = "x"\n' })));
+    expect(section.path).toBe('[agent]');
+  });
+
+  it('a missing docker_image says berth runs prebuilt images', async () => {
+    const dir = await writeTask(await root(), 'no-image', { toml: '[environment]\ncpus = 1\n' });
+    const error = await configErrorOf(loadHarborTask(dir));
+    expect(error.path).toBe('environment.docker_image');
+    expect(error.message).toContain(join(dir, 'task.toml'));
+    expect(error.message).toMatch(/prebuilt images/);
+  });
+
+  it('invalid TOML is a ConfigError naming the file and the line', async () => {
+    const dir = await writeTask(await root(), 'bad-toml', { toml: '[environment\ndocker_image = "x"\n' });
+    const error = await configErrorOf(loadHarborTask(dir));
+    expect(error.path).toBe('task.toml');
+    expect(error.message).toContain(join(dir, 'task.toml'));
+    expect(error.message).toMatch(/not valid TOML/);
+    expect(error.message).toMatch(/line 1/i);
+    expect(error.cause).toBeInstanceOf(Error);
+  });
+
+  it('a task without tests/test.sh is a ConfigError naming its directory', async () => {
+    const dir = await writeTask(await root(), 'no-tests', { test: null });
+    const error = await configErrorOf(loadHarborTask(dir));
+    expect(error.path).toBe('tests/test.sh');
+    expect(error.message).toContain(dir);
+    expect(error.message).toContain('no-tests');
+  });
+
+  it('a directory without task.toml, or no directory at all, is a ConfigError', async () => {
+    const r = await root();
+    await mkdir(join(r, 'empty'));
+    expect((await configErrorOf(loadHarborTask(join(r, 'empty')))).message).toMatch(/no readable task\.toml/);
+    expect((await configErrorOf(loadHarborTask(join(r, 'nope')))).message).toMatch(/does not exist/);
+  });
+});
+
+describe('loadHarborTasks', () => {
+  it('loads every task directory, sorted by id, skipping hidden directories and files', async () => {
+    const r = await root();
+    for (const id of ['b-task', 'a-task', 'c10', 'c2']) await writeTask(r, id);
+    await mkdir(join(r, '.git'));
+    await writeFile(join(r, 'README.md'), 'a dataset');
+    const tasks = await loadHarborTasks(r);
+    expect(tasks.map((t) => t.id)).toEqual(['a-task', 'b-task', 'c10', 'c2']);
+  });
+
+  it('a task directory is a dataset of one', async () => {
+    const dir = await writeTask(await root(), 'alone');
+    expect((await loadHarborTasks(dir)).map((t) => t.id)).toEqual(['alone']);
+  });
+
+  it('never skips a broken task silently: one error as is, several listed together', async () => {
+    const r = await root();
+    await writeTask(r, 'good');
+    await writeTask(r, 'no-tests', { test: null });
+    const one = await configErrorOf(loadHarborTasks(r));
+    expect(one.path).toBe('tests/test.sh');
+    await writeTask(r, 'bad-toml', { toml: 'not toml at all [' });
+    const several = await configErrorOf(loadHarborTasks(r));
+    expect(several.message).toMatch(/2 of 3 tasks/);
+    expect(several.message).toContain('no-tests');
+    expect(several.message).toContain('bad-toml');
+  });
+
+  it('an empty or missing dataset is a ConfigError', async () => {
+    const r = await root();
+    expect((await configErrorOf(loadHarborTasks(r))).message).toMatch(/no task directories/);
+    expect((await configErrorOf(loadHarborTasks(join(r, 'missing')))).message).toMatch(/does not exist/);
+  });
+
+  it('loads the example tasks shipped with the repository', async () => {
+    const tasks = await loadHarborTasks(new URL('../../../examples/tasks', import.meta.url).pathname);
+    expect(tasks.map((t) => t.id)).toContain('hello-world');
+    expect(tasks.every((t) => t.solutionDir !== undefined)).toBe(true);
+  });
+});
+
+describe('parseSizeToMb', () => {
+  it.each([
+    ['2G', 2048],
+    ['2g', 2048],
+    ['2GB', 2048],
+    ['2Gi', 2048],
+    ['512M', 512],
+    ['512MiB', 512],
+    ['1.5G', 1536],
+    ['1T', 1024 * 1024],
+    ['1536K', 2],
+    [' 4G ', 4096],
+  ])('%s is %i MiB', (text, mb) => {
+    expect(parseSizeToMb(text)).toBe(mb);
+  });
+
+  it.each(['2', '', 'G', '-1G', '0G', '2X', '2 G B', 'lots'])('refuses %j', (text) => {
+    expect(parseSizeToMb(text)).toBeUndefined();
+  });
+});

@@ -1,0 +1,67 @@
+// Helpers shared by the harbor tests: harbor-layout task directories written into temp dirs.
+import { chmod, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const BASIC_IMAGE = 'berth-test/busybox:latest';
+
+export async function tempDir(prefix: string): Promise<string> {
+  return mkdtemp(join(tmpdir(), `berth-harbor-${prefix}-`));
+}
+
+export interface TaskFiles {
+  /** task.toml text; default: the basic image with small resources. */
+  toml?: string;
+  /** tests/test.sh; null for none. */
+  test?: string | null;
+  /** solution/solve.sh; null for none. */
+  solve?: string | null;
+  instruction?: string;
+}
+
+export function taskToml(image = BASIC_IMAGE, extra = ''): string {
+  return `version = "1.0"
+
+[agent]
+timeout_sec = 60.0
+
+[verifier]
+timeout_sec = 60.0
+
+[environment]
+docker_image = "${image}"
+cpus = 1
+memory_mb = 256
+${extra}`;
+}
+
+/** The oracle writes /app/done; the verifier scores 1 when it is there. */
+export const SOLVE_SH = '#!/bin/sh\nset -eu\nmkdir -p /app\necho solved > /app/done\n';
+export const TEST_SH = `#!/bin/sh
+mkdir -p /logs/verifier
+if [ "$(cat /app/done 2>/dev/null)" = solved ]; then
+  echo "PASS"; echo 1 > /logs/verifier/reward.txt
+else
+  echo "FAIL: /app/done missing" >&2; echo 0 > /logs/verifier/reward.txt
+fi
+`;
+
+export async function writeTask(root: string, id: string, files: TaskFiles = {}): Promise<string> {
+  const dir = join(root, id);
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'task.toml'), files.toml ?? taskToml());
+  const test = files.test === undefined ? TEST_SH : files.test;
+  if (test !== null) {
+    await mkdir(join(dir, 'tests'), { recursive: true });
+    await writeFile(join(dir, 'tests', 'test.sh'), test);
+    await chmod(join(dir, 'tests', 'test.sh'), 0o755);
+  }
+  const solve = files.solve === undefined ? SOLVE_SH : files.solve;
+  if (solve !== null) {
+    await mkdir(join(dir, 'solution'), { recursive: true });
+    await writeFile(join(dir, 'solution', 'solve.sh'), solve);
+    await chmod(join(dir, 'solution', 'solve.sh'), 0o755);
+  }
+  if (files.instruction !== undefined) await writeFile(join(dir, 'instruction.md'), files.instruction);
+  return dir;
+}
