@@ -4,7 +4,7 @@ import { ConfigError } from '@berth/core';
 import { parse as parseToml } from 'smol-toml';
 import { parseSizeToMb } from './size.js';
 import { DEFAULT_AGENT_TIMEOUT_SEC, DEFAULT_VERIFIER_TIMEOUT_SEC, type HarborTask } from './task.js';
-import { TomlFields } from './toml-fields.js';
+import { fieldError, parseTaskToml, type TaskToml } from './task-toml.js';
 
 async function kindOf(path: string): Promise<'file' | 'dir' | undefined> {
   try {
@@ -24,20 +24,21 @@ function configError(path: string, message: string, cause?: unknown): ConfigErro
  * A size given either as `<key>_mb` (a whole number of MiB) or, the older compose way, as
  * `<key> = "2G"`. Both at once must agree, so that a task never runs with a limit it did not mean.
  */
-function sizeMb(fields: TomlFields, key: 'memory' | 'storage'): number | undefined {
-  const mb = fields.positive('environment', `${key}_mb`, { integer: true });
-  const text = fields.raw('environment', key);
+function sizeMb(file: string, env: TaskToml['environment'], key: 'memory' | 'storage'): number | undefined {
+  const mb = env[`${key}_mb`];
+  const text = env[key];
   if (text === undefined) return mb;
   const parsed = typeof text === 'string' ? parseSizeToMb(text) : undefined;
   if (parsed === undefined) {
-    throw fields.fail(
+    throw fieldError(
+      file,
       `environment.${key}`,
       `must be a size with a unit such as "2G" or "512M", got ${typeof text === 'string' ? JSON.stringify(text) : String(text)}` +
         ` (for a plain number of megabytes use ${key}_mb)`,
     );
   }
   if (mb !== undefined && mb !== parsed) {
-    throw fields.fail(`environment.${key}`, `(${parsed} MiB) disagrees with environment.${key}_mb (${mb}); give one of them`);
+    throw fieldError(file, `environment.${key}`, `(${parsed} MiB) disagrees with environment.${key}_mb (${mb}); give one of them`);
   }
   return parsed;
 }
@@ -67,24 +68,16 @@ export async function loadHarborTask(dir: string): Promise<HarborTask> {
     const where = typeof line === 'number' ? ` at line ${line}${typeof column === 'number' ? `, column ${column}` : ''}` : '';
     throw configError('task.toml', `${configPath} is not valid TOML${where}: ${(error as Error).message}`, error);
   }
-  const fields = new TomlFields(configPath, root);
-
-  const image = fields.string('environment', 'docker_image');
-  if (image === undefined) {
-    throw fields.fail(
-      'environment.docker_image',
-      'is missing: berth runs prebuilt images and does not build environment/Dockerfile; build and push it, then name it here',
-    );
-  }
+  const toml = parseTaskToml(configPath, root);
+  const env = toml.environment;
+  const image = env.docker_image;
   const resources: HarborTask['resources'] = {};
-  const cpus = fields.positive('environment', 'cpus');
-  if (cpus !== undefined) resources.cpus = cpus;
-  const memoryMb = sizeMb(fields, 'memory');
+  if (env.cpus !== undefined) resources.cpus = env.cpus;
+  const memoryMb = sizeMb(configPath, env, 'memory');
   if (memoryMb !== undefined) resources.memoryMb = memoryMb;
-  const storageMb = sizeMb(fields, 'storage');
+  const storageMb = sizeMb(configPath, env, 'storage');
   if (storageMb !== undefined) resources.storageMb = storageMb;
-  const gpus = fields.count('environment', 'gpus');
-  if (gpus !== undefined) resources.gpus = gpus;
+  if (env.gpus !== undefined) resources.gpus = env.gpus;
 
   const testsDir = join(taskDir, 'tests');
   if ((await kindOf(join(testsDir, 'test.sh'))) !== 'file') {
@@ -101,9 +94,9 @@ export async function loadHarborTask(dir: string): Promise<HarborTask> {
     configPath,
     image,
     resources,
-    allowInternet: fields.boolean('environment', 'allow_internet') ?? false,
-    agentTimeoutSec: fields.positive('agent', 'timeout_sec') ?? DEFAULT_AGENT_TIMEOUT_SEC,
-    verifierTimeoutSec: fields.positive('verifier', 'timeout_sec') ?? DEFAULT_VERIFIER_TIMEOUT_SEC,
+    allowInternet: env.allow_internet ?? false,
+    agentTimeoutSec: toml.agent.timeout_sec ?? DEFAULT_AGENT_TIMEOUT_SEC,
+    verifierTimeoutSec: toml.verifier.timeout_sec ?? DEFAULT_VERIFIER_TIMEOUT_SEC,
     testsDir,
     ...(hasSolution ? { solutionDir } : {}),
     ...(hasInstruction ? { instructionPath } : {}),
