@@ -101,11 +101,11 @@ function summarise(jobDir: string, record: TaskRecord<HarborOutcome>): HarborTas
  * files and <jobDir>/report.json. Returns runTrials' result.
  */
 export async function runHarborJob(options: HarborJobOptions): Promise<RunResult<HarborOutcome>> {
-  const { tasks: given, tasksDir, backend, agent = 'oracle', specOverrides, hooks, journal, ...runOptions } = options;
+  const { tasks: given, tasksDir, backend, agent = 'oracle', specOverrides, hooks, journal, jobDir: jobDirOption, ...runOptions } = options;
   if ((given === undefined) === (tasksDir === undefined)) {
     throw new ConfigError({ operation: 'config', path: 'tasks', message: 'runHarborJob needs exactly one of tasks or tasksDir' });
   }
-  const jobDir = resolve(options.jobDir);
+  const jobDir = resolve(jobDirOption);
   const tasks = given ?? (await loadHarborTasks(tasksDir!));
   const journalPath = journal === false ? undefined : (journal ?? resolve(jobDir, 'journal.jsonl'));
 
