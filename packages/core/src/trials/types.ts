@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'eventemitter3';
 import type { ClassifiedFailure } from '../classify.js';
-import type { FailureCategory, SerializedError } from '../errors.js';
+import type { SerializedError } from '../errors.js';
 
 /** Anything JSON can carry: what a trial returns, e.g. `{ reward: 1 }`. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -17,13 +17,7 @@ export interface TrialContext {
 export type TrialFunction<T, O extends JsonValue> = (task: T, ctx: TrialContext) => Promise<O>;
 
 /** A failed attempt as recorded: its classification plus the whole serialised cause chain. */
-export interface AttemptFailure {
-  category: FailureCategory | 'unclassified';
-  type: string;
-  message: string;
-  unclassified: boolean;
-  retryable: boolean;
-  retryAfterMs?: number;
+export interface AttemptFailure extends ClassifiedFailure {
   /** Set when the run (deadline or caller) stopped the attempt, rather than the attempt failing. */
   stoppedBy?: 'deadline' | 'cancelled';
   error: SerializedError;
