@@ -426,7 +426,8 @@ export class DockerEnvironment implements Environment {
       const lost = isContainerGone(error) ? await this.#checkAlive(operation) : await this.#checkAlive(operation).catch(() => undefined);
       if (lost) throw fail('sandbox_lost', `${verb} failed: the sandbox is gone`, lost);
       if (TransferError.isInstance(error)) throw error;
-      if (error instanceof UnsafeEntryError) throw fail('unsafe_entry', `${verb} refused: ${error.message}`, error);
+      // What the sandbox holds is the task's business: a link out of it is not misconfiguration.
+      if (error instanceof UnsafeEntryError) throw fail('unsafe_entry', `${verb} refused: ${error.message}`, error, 'task_failure');
       if (error instanceof UnexpectedEntryError) throw fail('not_found', `${verb} failed: ${error.message}`, error, 'task_failure');
       const code = (error as NodeJS.ErrnoException).code;
       if (typeof code === 'string' && ['ENOENT', 'ENOTDIR', 'EACCES', 'EISDIR', 'ENOSPC', 'EROFS', 'EEXIST'].includes(code) && statusOf(error) === undefined) {

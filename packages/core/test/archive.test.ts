@@ -121,6 +121,49 @@ describe('tar streaming', () => {
     await expect(lstat(join(parent, 'escape.txt'))).rejects.toThrow();
   });
 
+  it.each([
+    ['a chain of links to "."', [
+      { name: 'top/', type: 'directory' as const },
+      { name: 'top/x', type: 'symlink' as const, linkname: '.' },
+      { name: 'top/x/y', type: 'symlink' as const, linkname: '.' },
+      { name: 'top/x/y/reward.txt', type: 'symlink' as const, linkname: '../../SECRET' },
+    ]],
+    ['a link whose path runs through another link', [
+      { name: 'top/', type: 'directory' as const },
+      { name: 'top/d/', type: 'directory' as const },
+      { name: 'top/d/x', type: 'symlink' as const, linkname: '.' },
+      { name: 'top/d/y', type: 'symlink' as const, linkname: 'x/x/x/../../..' },
+    ]],
+    ['a loop', [
+      { name: 'top/', type: 'directory' as const },
+      { name: 'top/a', type: 'symlink' as const, linkname: 'b' },
+      { name: 'top/b', type: 'symlink' as const, linkname: 'a' },
+    ]],
+  ])('refuses %s, and leaves no link behind', async (_label, entries) => {
+    const parent = await tmp();
+    await writeFile(join(parent, 'SECRET'), 'host secret');
+    const dest = join(parent, 'target');
+    const err = await extractDirectory(tarOf(entries), dest).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UnsafeEntryError);
+    const left = await listTree(dest);
+    expect(left.filter((l) => l.includes(' -> '))).toEqual([]);
+  });
+
+  it('keeps harmless links, including one through another link, made after the files', async () => {
+    const dest = join(await tmp(), 'out');
+    await extractDirectory(
+      tarOf([
+        { name: 'top/', type: 'directory' },
+        { name: 'top/real/', type: 'directory' },
+        { name: 'top/real/f.txt', body: 'data' },
+        { name: 'top/alias', type: 'symlink', linkname: 'real' },
+        { name: 'top/via', type: 'symlink', linkname: 'alias/f.txt' },
+      ]),
+      dest,
+    );
+    expect(await readFile(join(dest, 'via'), 'utf8')).toBe('data');
+  });
+
   it('never writes through a symlink that already sits in the target', async () => {
     const parent = await tmp();
     const outside = join(parent, 'outside');

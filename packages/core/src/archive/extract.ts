@@ -40,6 +40,49 @@ function entryPath(name: string): string | undefined {
   return parts.length === 0 ? undefined : parts.join('/');
 }
 
+interface PendingLink {
+  dest: string;
+  target: string;
+  name: string;
+}
+
+/**
+ * Create the archive's symlinks, then check each one where it really leads: through every other
+ * link, as the filesystem resolves it. If any leads outside root (or loops), all of them are
+ * removed again before refusing, so no escaping link is ever left behind.
+ */
+async function makeSymlinks(root: string, links: readonly PendingLink[]): Promise<void> {
+  const made: string[] = [];
+  try {
+    for (const link of links) {
+      // The archive's link replaces a file or link already there (never follows it).
+      const existing = await lstat(link.dest).catch(() => undefined);
+      // A directory here means other entries were placed beneath this link's path: the archive
+      // wants to write through its own symlink, which is how escapes are built.
+      if (existing?.isDirectory()) throw new UnsafeEntryError(link.name, 'other entries of the archive lie beneath this symlink');
+      if (existing) await unlink(link.dest);
+      await symlink(link.target, link.dest);
+      made.push(link.dest);
+    }
+    for (const link of links) {
+      let real: string;
+      try {
+        real = await realpath(link.dest);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'ELOOP') throw new UnsafeEntryError(link.name, 'symlinks form a loop');
+        if (code !== 'ENOENT') throw error;
+        // Dangling: judge where it would lead from its real directory.
+        real = resolve(await realpath(dirname(link.dest)), link.target);
+      }
+      if (!isInside(root, real)) throw new UnsafeEntryError(link.name, `symlink to "${link.target}" leads outside the target through other links`);
+    }
+  } catch (error) {
+    await Promise.all(made.map((p) => unlink(p).catch(() => undefined)));
+    throw error;
+  }
+}
+
 /**
  * Extract a tar stream (as Docker's archive API sends it: entries under the source's basename)
  * into `localDir`. Refuses entries that would land outside it: '..', absolute names, symlinks
@@ -53,6 +96,7 @@ export async function extractDirectory(source: NodeJS.ReadableStream, localDir: 
   const root = await realpath(localDir);
   const safeDirs = new Set<string>([root]);
   const dirModes: Array<[string, number, Date]> = [];
+  const symlinks: PendingLink[] = [];
 
   // Every parent of a written path must really be inside root (no symlink on the way).
   async function ensureParent(dest: string, entry: string): Promise<void> {
@@ -106,16 +150,19 @@ export async function extractDirectory(source: NodeJS.ReadableStream, localDir: 
         if (!isInside(root, resolve(dirname(dest), target))) {
           throw new UnsafeEntryError(header.name, `symlink to "${target}" points outside the target`);
         }
-        await removeIfLink(dest);
-        await symlink(target, dest);
-        stats.symlinks++;
+        // Made after everything else: no entry is ever written through an archive's symlink, and
+        // the links are checked in their final state (chains of links can escape where each
+        // single link looks harmless).
+        symlinks.push({ dest, target, name: header.name });
         entry.resume();
         break;
       }
       case 'link': {
         const targetRel = entryPath(header.linkname ?? '');
         const target = targetRel === undefined ? undefined : resolve(root, targetRel);
-        if (!target || !isInside(root, target)) throw new UnsafeEntryError(header.name, 'hard link points outside the target');
+        if (!target || !isInside(root, target) || !isInside(root, await realpath(dirname(target)).catch(() => ''))) {
+          throw new UnsafeEntryError(header.name, 'hard link points outside the target');
+        }
         await removeIfLink(dest);
         await link(target, dest);
         stats.files++;
@@ -146,6 +193,8 @@ export async function extractDirectory(source: NodeJS.ReadableStream, localDir: 
     }
   }
   await feeding;
+  await makeSymlinks(root, symlinks);
+  stats.symlinks += symlinks.length;
   // Directory modes last and deepest first, so a read-only directory does not block its children.
   for (const [dir, mode, mtime] of dirModes.reverse()) {
     await chmod(dir, mode & 0o7777);
