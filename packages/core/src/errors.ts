@@ -100,7 +100,14 @@ export abstract class BerthError extends Error {
     return undefined;
   }
 
-  toJSON(): SerializedError {
+  /**
+   * The error and its cause chain as JSON, secrets redacted. (JSON.stringify passes a key as the
+   * argument; serializeError passes the errors already visited, so a cyclic chain ends.)
+   */
+  toJSON(visited?: unknown): SerializedError {
+    const seen = visited instanceof WeakSet ? (visited as WeakSet<object>) : new WeakSet<object>();
+    seen.add(this);
+    bumpDepth(seen);
     const out: SerializedError = {
       name: this.name,
       type: this.type,
@@ -114,25 +121,37 @@ export abstract class BerthError extends Error {
     if (this.retryAfterMs !== undefined) out.retryAfterMs = this.retryAfterMs;
     const details = this.details();
     if (details) out.details = details;
-    if (this.cause !== undefined) out.cause = serializeError(this.cause);
+    if (this.cause !== undefined) out.cause = serializeError(this.cause, seen);
     return out;
   }
 }
 
+// How deep a serialisation has gone, kept beside its visited set.
+const depths = new WeakMap<WeakSet<object>, number>();
+function depthOf(seen: WeakSet<object>): number {
+  return depths.get(seen) ?? 0;
+}
+function bumpDepth(seen: WeakSet<object>): void {
+  depths.set(seen, depthOf(seen) + 1);
+}
+
 /** Serialise any thrown value with its cause chain; only known-safe fields are kept, and redacted. */
-export function serializeError(error: unknown, depth = 0): SerializedError {
-  if (depth > 16) return { name: 'Error', message: '(cause chain truncated)' };
-  if (BerthError.isInstance(error)) {
-    const json = error.toJSON();
-    return json;
+export function serializeError(error: unknown, seen: WeakSet<object> = new WeakSet()): SerializedError {
+  if (error !== null && typeof error === 'object') {
+    if (seen.has(error)) return { name: 'Error', message: '(cycle in the cause chain)' };
+    // Very long chains are cut: what matters is near the top.
+    if (depthOf(seen) > 16) return { name: 'Error', message: '(cause chain truncated)' };
   }
+  if (BerthError.isInstance(error)) return error.toJSON(seen);
   if (error instanceof Error) {
+    seen.add(error);
+    bumpDepth(seen);
     const out: SerializedError = { name: error.name, message: redactSecrets(error.message) };
     const record = error as Error & { code?: unknown; statusCode?: unknown; status?: unknown };
     if (typeof record.code === 'string' || typeof record.code === 'number') out.code = record.code;
     const status = typeof record.statusCode === 'number' ? record.statusCode : record.status;
     if (typeof status === 'number') out.statusCode = status;
-    if (error.cause !== undefined) out.cause = serializeError(error.cause, depth + 1);
+    if (error.cause !== undefined) out.cause = serializeError(error.cause, seen);
     return out;
   }
   let text: string;

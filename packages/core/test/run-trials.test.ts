@@ -459,3 +459,30 @@ describe('runTrials journal', () => {
     await expect(runTrials(['a', 'b'], async () => ({ reward: 1 }), { journal: path })).rejects.toThrow(/corrupt at line 2/);
   });
 });
+
+describe('runTrials bookkeeping failures', () => {
+  it('a listener that throws stops the run and rejects runTrials, without crashing the process', async () => {
+    const events = new EventEmitter<RunEvents>();
+    events.on('attempt:end', (r) => {
+      if (r.taskId === 'task-0003') throw new Error('listener bug');
+    });
+    let ran = 0;
+    await expect(
+      runTrials(ids(50), async () => {
+        ran++;
+        return { reward: 1 };
+      }, { events, concurrency: 2 }),
+    ).rejects.toThrow('listener bug');
+    expect(ran).toBeLessThan(50);
+  });
+
+  it('a cyclic cause chain is serialised, not a stack overflow', async () => {
+    const a = new SandboxLostError({ message: 'outer' });
+    const b = new Error('middle', { cause: a });
+    Object.defineProperty(a, 'cause', { value: b });
+    const result = await runTrials(['t'], async () => {
+      throw a;
+    }, { maxAttempts: 1 });
+    expect(result.tasks[0]?.failure?.error.cause?.cause?.message).toContain('cycle');
+  });
+});

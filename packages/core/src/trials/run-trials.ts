@@ -226,7 +226,23 @@ export async function runTrials<T, O extends JsonValue>(
     );
   };
 
+  // A failure of the run's own bookkeeping (a listener that throws, a journal that cannot be
+  // written): the run cannot keep its promises, so it stops and runTrials rejects with it.
+  let fatal: { error: unknown } | undefined;
+  const failRun = (error: unknown) => {
+    fatal ??= { error };
+    stop('cancelled');
+  };
+
   const runAttempt = async (s: TaskState<T, O>): Promise<void> => {
+    try {
+      await attemptOnce(s);
+    } catch (error) {
+      failRun(error);
+    }
+  };
+
+  const attemptOnce = async (s: TaskState<T, O>): Promise<void> => {
     const attempt = (s.attempts[s.attempts.length - 1]?.attempt ?? 0) + 1;
     const attemptController = new AbortController();
     const onStop = () => attemptController.abort(stopper.signal.reason);
@@ -256,16 +272,15 @@ export async function runTrials<T, O extends JsonValue>(
     if (events.listenerCount('run:progress') > 0) events.emit('run:progress', progress());
   };
 
-  for (const s of states) {
-    const last = s.attempts[s.attempts.length - 1];
-    if (!last) ready.push(s);
-    else if (s.attempts.some(usable)) settle(s);
-    // Resumed: an attempt the last run stopped is tried again; a retry that was due runs now.
-    else if (last.failure?.stoppedBy ? s.counted < maxAttempts : nextStep(s) !== undefined) ready.push(s);
-    else settle(s);
-  }
-
   try {
+    for (const s of states) {
+      const last = s.attempts[s.attempts.length - 1];
+      if (!last) ready.push(s);
+      else if (s.attempts.some(usable)) settle(s);
+      // Resumed: an attempt the last run stopped is tried again; a retry that was due runs now.
+      else if (last.failure?.stoppedBy ? s.counted < maxAttempts : nextStep(s) !== undefined) ready.push(s);
+      else settle(s);
+    }
     for (;;) {
       while (!stopReason && running < concurrency && ready.length > 0) {
         const s = ready.shift()!;
@@ -297,6 +312,7 @@ export async function runTrials<T, O extends JsonValue>(
     journal?.close();
   }
 
+  if (fatal) throw fatal.error;
   // Anything still open (abandoned attempts past the grace period, or never started) ends here.
   for (const s of states) settle(s, stopReason ?? 'cancelled');
   const records = states.map(toTaskRecord);
