@@ -19,7 +19,8 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 need_pkgs=()
 command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
 command -v docker-registry >/dev/null 2>&1 || need_pkgs+=(docker-registry)
-[ -x /bin/busybox ] || need_pkgs+=(busybox-static)
+# The image needs the static build: Debian's plain busybox package is dynamically linked.
+dpkg -s busybox-static >/dev/null 2>&1 || need_pkgs+=(busybox-static)
 command -v htpasswd >/dev/null 2>&1 || need_pkgs+=(apache2-utils)
 command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
@@ -42,8 +43,19 @@ if ! timeout 5 docker info >/dev/null 2>&1; then
   timeout 5 docker info >/dev/null 2>&1 || { log "dockerd did not come up:"; tail -n 30 "$STATE_DIR/dockerd.log" >&2; exit 1; }
 fi
 
-# Private registry with htpasswd auth on loopback only.
-if ! curl -s -o /dev/null "http://$REGISTRY_ADDR/v2/"; then
+# Private registry with htpasswd auth on loopback only. On a systemd host the package starts its
+# own registry (stock config, no usable auth) on :5000: stop it, ours takes its place.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet docker-registry 2>/dev/null; then
+  log "stopping the distribution's docker-registry service (it holds :5000 without auth)"
+  systemctl disable --now docker-registry >/dev/null 2>&1 || true
+fi
+registry_status() { curl -s -o /dev/null -w '%{http_code}' "http://$REGISTRY_ADDR/v2/" || true; }
+status=$(registry_status)
+if [ "$status" != 000 ] && [ "$status" != 401 ]; then
+  log "something else answers on $REGISTRY_ADDR (HTTP $status to an anonymous /v2/, expected 401): free the port"
+  exit 1
+fi
+if [ "$status" = 000 ]; then
   log "starting docker-registry on $REGISTRY_ADDR"
   mkdir -p "$STATE_DIR/registry-data"
   htpasswd -Bbc "$STATE_DIR/htpasswd" "$REGISTRY_USER" "$REGISTRY_PASS" >/dev/null 2>&1
@@ -66,11 +78,14 @@ YML
   nohup docker-registry serve "$STATE_DIR/registry.yml" >"$STATE_DIR/registry.log" 2>&1 &
   echo $! >"$STATE_DIR/registry.pid"
   for _ in $(seq 1 30); do
-    curl -s -o /dev/null "http://$REGISTRY_ADDR/v2/" && break
+    [ "$(registry_status)" = 401 ] && break
     sleep 0.5
   done
-  curl -s -o /dev/null "http://$REGISTRY_ADDR/v2/" || { log "registry did not come up"; cat "$STATE_DIR/registry.log" >&2; exit 1; }
+  [ "$(registry_status)" = 401 ] || { log "registry did not come up with auth"; cat "$STATE_DIR/registry.log" >&2; exit 1; }
 fi
+# Our credentials must work (an old registry from another setup would refuse them).
+auth_status=$(curl -s -o /dev/null -w '%{http_code}' -u "$REGISTRY_USER:$REGISTRY_PASS" "http://$REGISTRY_ADDR/v2/" || true)
+[ "$auth_status" = 200 ] || { log "the registry on $REGISTRY_ADDR refuses berth's test credentials (HTTP $auth_status)"; exit 1; }
 
 # Test image: busybox-static as a root filesystem, imported without any registry.
 if ! docker image inspect "$LOCAL_IMAGE" >/dev/null 2>&1; then

@@ -4,6 +4,7 @@ import {
   BerthError,
   CapabilityError,
   ConfigError,
+  ImagePullError,
   LABEL_CREATED,
   LABEL_MANAGED,
   LABEL_OWNER_HOST,
@@ -143,13 +144,22 @@ export class DockerBackend implements Backend {
   async #checkImage(env: DockerEnvironment): Promise<PreflightCheck> {
     const image = applyMirrors(env.spec.image.ref, this.#options.mirrors ?? []);
     const ctx = { operation: 'preflight' as const, backend: NAME };
+    const policy = this.#options.pullPolicy ?? 'if-missing';
+    let present: boolean;
     try {
       await this.docker.getImage(image.canonical).inspect();
-      return { name: 'image', status: 'ok', message: `${image.original} is present locally` };
+      present = true;
     } catch (error) {
       if (statusOf(error) !== 404) {
         return { name: 'image', status: 'fail', message: dockerMessage(error), error: serializeError(mapDaemonError(error, ctx) ?? error) };
       }
+      present = false;
+    }
+    // The check follows the pull policy: what start() will do is what is checked.
+    if (present && policy !== 'always') return { name: 'image', status: 'ok', message: `${image.original} is present locally` };
+    if (!present && policy === 'never') {
+      const error = new ImagePullError({ ...ctx, image: image.original, reason: 'not_found', message: `image ${image.original} is not present locally and pullPolicy is 'never'` });
+      return { name: 'image', status: 'fail', message: error.message, error: serializeError(error) };
     }
     let auth;
     try {

@@ -67,6 +67,8 @@ export class DockerEnvironment implements Environment {
   #starting: Promise<void> | undefined;
   #teardown: Promise<void> | undefined;
   #lostReason: string | undefined;
+  /** teardown() was called: no operation may start, whatever came of the removal. */
+  #closed = false;
 
   constructor(docker: Docker, options: DockerBackendOptions, spec: EnvironmentSpec, id: string, image: ImageRef) {
     this.#docker = docker;
@@ -92,7 +94,7 @@ export class DockerEnvironment implements Environment {
   // ----------------------------------------------------------------------------- lifecycle
 
   start(opts: { signal?: AbortSignal } = {}): Promise<void> {
-    if (this.#teardown) return Promise.reject(this.#tornDown('start'));
+    if (this.#closed) return Promise.reject(this.#tornDown('start'));
     this.#starting ??= this.#start(opts.signal);
     return this.#starting;
   }
@@ -254,6 +256,7 @@ export class DockerEnvironment implements Environment {
   }
 
   async teardown(_opts: { signal?: AbortSignal } = {}): Promise<void> {
+    this.#closed = true;
     this.#teardown ??= (async () => {
       // Let an in-flight start finish (or fail) first, so its container is not left behind.
       if (this.#starting) await this.#starting.catch(() => undefined);
@@ -261,7 +264,13 @@ export class DockerEnvironment implements Environment {
       await this.#removeContainer();
       this.#setPhase('stopped');
     })();
-    return this.#teardown;
+    try {
+      await this.#teardown;
+    } catch (error) {
+      // The engine failed to remove it (a restart, a 500): let a later teardown() try again.
+      this.#teardown = undefined;
+      throw error;
+    }
   }
 
   async #removeContainer(): Promise<void> {
@@ -290,7 +299,7 @@ export class DockerEnvironment implements Environment {
   }
 
   #usable(operation: Operation): Docker.Container {
-    if (this.#teardown) throw this.#tornDown(operation);
+    if (this.#closed) throw this.#tornDown(operation);
     if (this.#lostReason) throw this.#lost(operation, this.#lostReason);
     if (!this.#container || this.#phase !== 'running') {
       throw new ConfigError({ ...this.#ctx(operation), message: `environment ${this.id} is not running (phase ${this.#phase}): call start() first` });
@@ -318,7 +327,7 @@ export class DockerEnvironment implements Environment {
 
   #markLost(reason: string): void {
     // A sandbox removed by our own teardown is not lost: the caller asked for it.
-    if (this.#lostReason || this.#teardown) return;
+    if (this.#lostReason || this.#closed) return;
     this.#lostReason = reason;
     this.#setPhase('lost', reason);
     this.events.emit('lost', reason);
@@ -379,10 +388,10 @@ export class DockerEnvironment implements Environment {
     try {
       outcome = await runExec(container, argv, opts, {});
     } catch (error) {
-      if (this.#teardown) throw this.#interruptedByTeardown('exec', error);
+      if (this.#closed) throw this.#interruptedByTeardown('exec', error);
       throw this.#mapError(error, 'exec');
     }
-    if (this.#teardown) throw this.#interruptedByTeardown('exec');
+    if (this.#closed) throw this.#interruptedByTeardown('exec');
     if (outcome.suspicious || outcome.cancelled) {
       // Killed by a signal from outside (137/143) or cut off: give the engine a moment to agree.
       const code = outcome.result.exitCode;
@@ -422,7 +431,7 @@ export class DockerEnvironment implements Environment {
       result = await body(container);
     } catch (error) {
       if (opts.signal?.aborted) throw cancelledFrom(opts.signal, this.#ctx(operation));
-      if (this.#teardown) throw this.#interruptedByTeardown(operation, error);
+      if (this.#closed) throw this.#interruptedByTeardown(operation, error);
       const lost = isContainerGone(error) ? await this.#checkAlive(operation) : await this.#checkAlive(operation).catch(() => undefined);
       if (lost) throw fail('sandbox_lost', `${verb} failed: the sandbox is gone`, lost);
       if (TransferError.isInstance(error)) throw error;
@@ -439,7 +448,7 @@ export class DockerEnvironment implements Environment {
       if (daemon) throw fail('interrupted', `${verb} failed: ${daemon.message}`, daemon);
       throw fail('remote_io', `${verb} failed: ${dockerMessage(error)}`, error);
     }
-    if (this.#teardown) throw this.#interruptedByTeardown(operation);
+    if (this.#closed) throw this.#interruptedByTeardown(operation);
     const after = await this.#checkAlive(operation);
     if (after) throw fail('sandbox_lost', `${verb} failed: the sandbox died during the transfer`, after);
     return result;
@@ -479,7 +488,13 @@ export class DockerEnvironment implements Environment {
 
   async #get(container: Docker.Container, remotePath: string, signal: AbortSignal | undefined): Promise<NodeJS.ReadableStream> {
     const stream = (await container.getArchive({ path: remotePath })) as NodeJS.ReadableStream & { destroy(e?: Error): void };
-    signal?.addEventListener('abort', () => stream.destroy(new Error('aborted')), { once: true });
+    if (signal) {
+      const onAbort = () => stream.destroy(new Error('aborted'));
+      signal.addEventListener('abort', onAbort, { once: true });
+      // Long-lived signals see many downloads: do not keep each one's stream alive.
+      stream.once('close', () => signal.removeEventListener('abort', onAbort));
+      if (signal.aborted) onAbort();
+    }
     return stream;
   }
 

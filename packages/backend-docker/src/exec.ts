@@ -105,6 +105,8 @@ export async function runExec(
     void kill();
   };
   opts.signal?.addEventListener('abort', onAbort, { once: true });
+  // It may have fired while the exec was being created: then no event will come.
+  if (opts.signal?.aborted) onAbort();
 
   try {
     await new Promise<void>((resolve, reject) => {

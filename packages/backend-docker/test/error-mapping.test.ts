@@ -238,3 +238,21 @@ describe('docker sweep', () => {
     await live.teardown();
   });
 });
+
+describe('docker preflight follows the pull policy', () => {
+  it("'never' fails for an absent image; 'always' asks the registry even when it is present", async () => {
+    await forget(PRIVATE);
+    const never = await createDockerBackend({ pullPolicy: 'never' }).preflight({ image: PRIVATE });
+    expect(never.ok).toBe(false);
+    expect(never.checks.find((c) => c.name === 'image')).toMatchObject({ status: 'fail', error: { type: 'ImagePullError', details: { reason: 'not_found' } } });
+    // Present locally (berth-test/busybox is), but 'always' pulls, so the registry must be asked.
+    await docker.getImage(BASIC).tag({ repo: '127.0.0.1:5000/berth/private-busybox', tag: 'errors' });
+    const noCredentials = await mkdtemp(join(tmpdir(), 'berth-nocreds-'));
+    const always = await createDockerBackend({ pullPolicy: 'always', env: { DOCKER_CONFIG: noCredentials } }).preflight({ image: PRIVATE });
+    await rm(noCredentials, { recursive: true });
+    expect(always.checks.find((c) => c.name === 'image')).toMatchObject({ status: 'fail', error: { type: 'ImagePullError', details: { reason: 'unauthorized' } } });
+    const ifMissing = await createDockerBackend().preflight({ image: PRIVATE });
+    expect(ifMissing.ok).toBe(true);
+    await forget(PRIVATE);
+  });
+});
