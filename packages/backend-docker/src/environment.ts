@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import { EventEmitter } from 'eventemitter3';
 import {
+  BackendUnavailableError,
   BerthError,
   CancelledError,
   ConfigError,
@@ -399,6 +400,11 @@ export class DockerEnvironment implements Environment {
       if (lost) throw lost;
     }
     if (outcome.cancelled) throw cancelledFrom(opts.signal!, this.#ctx('exec'));
+    // Alive, yet the engine never said how the command ended: that is the engine's failure, not
+    // an exit code for the task to be judged by. (A timeout is still the task's: it ran too long.)
+    if (outcome.exitUnknown && !outcome.result.timedOut) {
+      throw new BackendUnavailableError({ ...this.#ctx('exec'), message: `the Docker engine never reported how the command ended in ${this.id}` });
+    }
     return outcome.result;
   }
 

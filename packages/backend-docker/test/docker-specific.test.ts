@@ -40,6 +40,19 @@ describe('docker backend specifics', () => {
     await rm(dir, { recursive: true });
   });
 
+  it('a timeout kills a command that cleared its environment (env -i), and its children', async () => {
+    const env = await createDockerBackend().start({ image: BASIC, network: 'none' });
+    envs.push(env);
+    const t0 = Date.now();
+    const result = await env.exec(['env', '-i', 'PATH=/bin', 'sh', '-c', 'sleep 997 & sleep 998'], { timeoutMs: 500 });
+    expect(result.timedOut).toBe(true);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    const procs = (await env.exec('for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline 2>/dev/null; echo; done')).stdout;
+    expect(procs).toContain('sleep 86400'); // the listing works: berth's own init loop is there
+    expect(procs).not.toMatch(/sleep 99[78]/);
+    await env.teardown();
+  });
+
   it('a sandbox past timeouts.lifetimeMs is gone, and says so', async () => {
     const env = await createDockerBackend().start({ image: BASIC, network: 'none', timeouts: { lifetimeMs: 1000 } });
     envs.push(env);
