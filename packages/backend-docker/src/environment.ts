@@ -204,7 +204,7 @@ export class DockerEnvironment implements Environment {
       [LABEL_OWNER_HOST]: hostname(),
     };
     const hostConfig: Docker.HostConfig = {
-      Init: this.#options.init ?? true,
+      Init: this.#options.init ?? false,
       ...(network === 'none' ? { NetworkMode: 'none' } : {}),
       ...(resources.cpus ? { NanoCpus: Math.round(resources.cpus * 1e9) } : {}),
       ...(resources.memoryMb ? { Memory: resources.memoryMb * 1024 * 1024 } : {}),

@@ -11,7 +11,11 @@ export interface DockerBackendOptions extends RegistryAuthSources {
   pullPolicy?: 'if-missing' | 'always' | 'never';
   /** Rewrite image references before pulling, e.g. docker.io/swebench/ -> mirror:5001/swebench/. */
   mirrors?: readonly MirrorRule[];
-  /** Run Docker's init (tini) as PID 1 so orphaned processes are reaped. Default true. */
+  /**
+   * Run Docker's init (tini) as PID 1. Default false: berth's own PID 1 (a shell waiting in a
+   * loop) already reaps orphans, and without tini an image that cannot run /bin/sh fails at
+   * start() for certain, rather than a moment after it.
+   */
   init?: boolean;
   /** Labels added to every container (berth's own always win). */
   labels?: Record<string, string>;

@@ -1,10 +1,11 @@
 // Docker-only behaviour the shared conformance suite does not cover.
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SandboxLostError, type Environment } from '@berth/core';
+import { ConfigError, SandboxLostError, type Environment } from '@berth/core';
 import { createDockerBackend } from '@berth/backend-docker';
 
 const docker = new Docker();
@@ -61,6 +62,25 @@ describe('docker backend specifics', () => {
     const error = await env.exec('true').catch((e: unknown) => e);
     expect(SandboxLostError.isInstance(error)).toBe(true);
     await env.teardown();
+  });
+
+  it('an image without /bin/sh is a ConfigError at start, every time, and nothing is left', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'berth-noshell-'));
+    await writeFile(join(dir, 'hello'), 'no shell here');
+    execFileSync('tar', ['-C', dir, '-cf', join(dir, '..', `${dir.split('/').pop()}.tar`), '.']);
+    execFileSync('docker', ['import', `${dir}.tar`, 'berth-test/no-shell:latest'], { stdio: 'ignore' });
+    try {
+      for (let i = 0; i < 5; i++) {
+        const error = await createDockerBackend().start({ image: 'berth-test/no-shell:latest', network: 'none' }).catch((e: unknown) => e);
+        expect(ConfigError.isInstance(error), String(error)).toBe(true);
+        expect((error as ConfigError).message).toContain('/bin/sh');
+        expect((error as ConfigError).retryable).toBe(false);
+      }
+    } finally {
+      await docker.getImage('berth-test/no-shell:latest').remove({ force: true }).catch(() => undefined);
+      await rm(dir, { recursive: true });
+      await rm(`${dir}.tar`);
+    }
   });
 
   it('teardown during start leaves nothing behind', async () => {
