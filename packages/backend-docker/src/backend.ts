@@ -11,7 +11,7 @@ import {
   LABEL_OWNER_PID,
   LABEL_SESSION,
   SPECIFICATION_VERSION,
-  applyMirrors,
+  mirrorImage,
   newEnvironmentId,
   parseEnvironmentSpec,
   serializeError,
@@ -95,8 +95,8 @@ export class DockerBackend implements Backend {
         message: `no registry secret named "${spec.image.auth.secretName}": pass createDockerBackend({ registrySecrets: { "${spec.image.auth.secretName}": { username, password } } })`,
       });
     }
-    const image = applyMirrors(spec.image.ref, this.#options.mirrors ?? []);
-    return new DockerEnvironment(this.docker, this.#options, spec, newEnvironmentId(this.#options.namePrefix ?? 'berth'), image);
+    const pull = mirrorImage(spec.image.ref, spec.image.auth, this.#options.mirrors ?? []);
+    return new DockerEnvironment(this.docker, this.#options, spec, newEnvironmentId(this.#options.namePrefix ?? 'berth'), pull);
   }
 
   async start(spec: EnvironmentSpecInput, opts: { signal?: AbortSignal } = {}): Promise<Environment> {
@@ -142,7 +142,7 @@ export class DockerBackend implements Backend {
 
   /** Is the image present, or pullable with the credentials given, without pulling it? */
   async #checkImage(env: DockerEnvironment): Promise<PreflightCheck> {
-    const image = applyMirrors(env.spec.image.ref, this.#options.mirrors ?? []);
+    const { image, auth: pullAuth } = mirrorImage(env.spec.image.ref, env.spec.image.auth, this.#options.mirrors ?? []);
     const ctx = { operation: 'preflight' as const, backend: NAME };
     const policy = this.#options.pullPolicy ?? 'if-missing';
     let present: boolean;
@@ -163,7 +163,7 @@ export class DockerBackend implements Backend {
     }
     let auth;
     try {
-      auth = await resolveDockerAuth(image, env.spec.image.auth, this.#options, ctx);
+      auth = await resolveDockerAuth(image, pullAuth, this.#options, ctx);
     } catch (error) {
       return { name: 'image', status: 'fail', message: error instanceof Error ? error.message : String(error), error: serializeError(error) };
     }

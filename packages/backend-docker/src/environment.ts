@@ -20,7 +20,6 @@ import {
   TransferError,
   UnexpectedEntryError,
   UnsafeEntryError,
-  applyMirrors,
   cancelledFrom,
   extractDirectory,
   extractSingleFile,
@@ -33,7 +32,9 @@ import {
   type EnvironmentSpec,
   type ExecOptions,
   type ExecResult,
+  type ImageAuth,
   type ImageRef,
+  type MirroredImage,
   type Operation,
   type TransferOptions,
   type TransferStats,
@@ -63,6 +64,7 @@ export class DockerEnvironment implements Environment {
   readonly #docker: Docker;
   readonly #options: DockerBackendOptions;
   readonly #image: ImageRef;
+  readonly #pullAuth: ImageAuth | undefined;
   #phase: EnvironmentPhase = 'created';
   #container: Docker.Container | undefined;
   #starting: Promise<void> | undefined;
@@ -71,12 +73,13 @@ export class DockerEnvironment implements Environment {
   /** teardown() was called: no operation may start, whatever came of the removal. */
   #closed = false;
 
-  constructor(docker: Docker, options: DockerBackendOptions, spec: EnvironmentSpec, id: string, image: ImageRef) {
+  constructor(docker: Docker, options: DockerBackendOptions, spec: EnvironmentSpec, id: string, pull: MirroredImage) {
     this.#docker = docker;
     this.#options = options;
     this.spec = spec;
     this.id = id;
-    this.#image = image;
+    this.#image = pull.image;
+    this.#pullAuth = pull.auth;
   }
 
   get phase(): EnvironmentPhase {
@@ -170,7 +173,7 @@ export class DockerEnvironment implements Environment {
     }
     status(`pulling ${this.#image.original}`);
     this.#setPhase('pulling');
-    const auth = await resolveDockerAuth(this.#image, this.spec.image.auth, this.#options, this.#ctx('pull'));
+    const auth = await resolveDockerAuth(this.#image, this.#pullAuth, this.#options, this.#ctx('pull'));
     await pullImage(this.#docker, ref, auth, {
       ...this.#ctx('pull'),
       signal,

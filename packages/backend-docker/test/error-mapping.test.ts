@@ -187,16 +187,36 @@ describe('docker pulls and credentials', () => {
     await rm(dir, { recursive: true });
   });
 
-  it('named registry secrets and mirror rules', async () => {
+  it('mirror rules carry their own credentials; the spec\'s are never sent to another host', async () => {
     await forget(PRIVATE);
+    const noCredentials = await mkdtemp(join(tmpdir(), 'berth-nocreds-'));
+    // seed 000: docker.io/swebench/* rewritten to a local mirror
+    const mirrors = [{ from: 'docker.io/mirrored/', to: '127.0.0.1:5000/berth/' }];
+    const specAuth = { username: 'berth', password: GOOD_AUTH.password };
+    // Credentials written for docker.io do not follow the pull to the mirror...
+    const leaked = await failure(
+      createDockerBackend({ mirrors, env: { DOCKER_CONFIG: noCredentials } }).start({ image: { ref: 'docker.io/mirrored/private-busybox:errors', auth: specAuth }, network: 'none' }),
+    );
+    expect(leaked).toMatchObject({ type: 'ImagePullError', reason: 'unauthorized' });
+    // ...the rule's own (here a named secret) do.
     const backend = createDockerBackend({
       registrySecrets: { 'local-registry': GOOD_AUTH },
-      // seed 000: docker.io/swebench/* rewritten to a local mirror
-      mirrors: [{ from: 'docker.io/mirrored/', to: '127.0.0.1:5000/berth/' }],
+      mirrors: [{ ...mirrors[0]!, auth: { secretName: 'local-registry' } }],
+      env: { DOCKER_CONFIG: noCredentials },
     });
-    const env = await backend.start({ image: { ref: 'docker.io/mirrored/private-busybox:errors', auth: { secretName: 'local-registry' } }, network: 'none' });
+    const env = await backend.start({ image: { ref: 'docker.io/mirrored/private-busybox:errors', auth: specAuth }, network: 'none' });
     started.push(env);
     expect((await env.exec(['cat', '/etc/passwd'])).stdout).toContain('root');
+    await env.teardown();
+    await rm(noCredentials, { recursive: true });
+  });
+
+  it('named registry secrets', async () => {
+    await forget(PRIVATE);
+    const backend = createDockerBackend({ registrySecrets: { 'local-registry': GOOD_AUTH } });
+    const env = await backend.start({ image: { ref: PRIVATE, auth: { secretName: 'local-registry' } }, network: 'none' });
+    started.push(env);
+    expect((await env.exec('echo ok')).stdout).toBe('ok\n');
     await env.teardown();
   });
 

@@ -1,3 +1,4 @@
+import type { ImageAuth } from './spec.js';
 import { ConfigError } from './errors.js';
 
 /** A parsed, normalised image reference. One parser serves every backend. */
@@ -130,6 +131,8 @@ export function formatImageRef(ref: ImageRef): string {
 export interface MirrorRule {
   from: string;
   to: string;
+  /** Credentials for the mirror. The spec's own auth is never sent to a mirror on another host. */
+  auth?: ImageAuth;
 }
 
 /**
@@ -196,6 +199,33 @@ export function applyMirrors(ref: string | ImageRef, rules: readonly MirrorRule[
     }
   }
   return parsed;
+}
+
+export interface MirroredImage {
+  /** What to pull: the reference after the mirror rules. */
+  image: ImageRef;
+  /** Credentials for what is pulled: the spec's for its own registry, the rule's for a mirror. */
+  auth?: ImageAuth;
+  /** The rule that rewrote the reference, if any. */
+  rule?: MirrorRule;
+}
+
+/**
+ * Apply mirror rules and decide which credentials go where. Credentials written for one registry
+ * are only ever sent to that registry: when a rule moves the pull to another host, the rule's own
+ * `auth` is used, or none (the backend may then find the mirror's in Docker's config).
+ */
+export function mirrorImage(ref: string, auth: ImageAuth | undefined, rules: readonly MirrorRule[]): MirroredImage {
+  const written = parseImageRef(ref);
+  for (const rule of rules) {
+    const image = applyMirrors(written, [rule]);
+    if (image.canonical === written.canonical) continue;
+    const out: MirroredImage = { image, rule };
+    const credentials = image.registry === written.registry ? (rule.auth ?? auth) : rule.auth;
+    if (credentials) out.auth = credentials;
+    return out;
+  }
+  return auth ? { image: written, auth } : { image: written };
 }
 
 /** Parse 'from=to,from2=to2' (commas or newlines between rules), e.g. from an environment variable. */

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { ConfigError } from '../src/errors.js';
-import { applyMirrors, formatImageRef, parseImageRef, parseMirrorRules, type MirrorRule } from '../src/image-ref.js';
+import { applyMirrors, formatImageRef, mirrorImage, parseImageRef, parseMirrorRules, type MirrorRule } from '../src/image-ref.js';
 
 const SHA = 'a'.repeat(64);
 
@@ -246,4 +246,27 @@ describe('parseMirrorRules', () => {
       expect((error as ConfigError).message).toMatch(/^Invalid mirror rule ".*": .*expected comma-separated from=to/);
     },
   );
+});
+
+describe('mirrorImage', () => {
+  const spec = { username: 'u', password: 'hub-token-123' };
+  it('keeps the spec credentials when nothing is rewritten', () => {
+    expect(mirrorImage('ghcr.io/a/b:1', spec, [{ from: 'docker.io/swebench/', to: 'mirror:5001/swebench/' }])).toEqual({
+      image: expect.objectContaining({ canonical: 'ghcr.io/a/b:1' }),
+      auth: spec,
+    });
+  });
+  it('never sends the spec credentials to a mirror on another host', () => {
+    const out = mirrorImage('docker.io/swebench/x:1', spec, [{ from: 'docker.io/swebench/', to: 'mirror:5001/swebench/' }]);
+    expect(out.image.canonical).toBe('mirror:5001/swebench/x:1');
+    expect(out.auth).toBeUndefined();
+  });
+  it("uses the rule's own credentials for its mirror", () => {
+    const rule = { from: 'docker.io/swebench/', to: 'mirror:5001/swebench/', auth: { secretName: 'mirror-creds' } };
+    expect(mirrorImage('docker.io/swebench/x:1', spec, [rule])).toMatchObject({ auth: { secretName: 'mirror-creds' }, rule });
+  });
+  it('a rewrite within the same registry keeps the spec credentials', () => {
+    const out = mirrorImage('ghcr.io/old/x:1', spec, [{ from: 'ghcr.io/old/', to: 'ghcr.io/new/' }]);
+    expect(out).toMatchObject({ image: { canonical: 'ghcr.io/new/x:1' }, auth: spec });
+  });
 });
