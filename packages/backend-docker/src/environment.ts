@@ -17,6 +17,7 @@ import {
   SESSION_ID,
   SandboxLostError,
   StartupTimeoutError,
+  TaskFailure,
   TransferError,
   UnexpectedEntryError,
   UnsafeEntryError,
@@ -70,6 +71,7 @@ export class DockerEnvironment implements Environment {
   #starting: Promise<void> | undefined;
   #teardown: Promise<void> | undefined;
   #lostReason: string | undefined;
+  #lifetimeExceeded = false;
   /** teardown() was called: no operation may start, whatever came of the removal. */
   #closed = false;
 
@@ -320,13 +322,31 @@ export class DockerEnvironment implements Environment {
     });
   }
 
-  #lost(operation: Operation, reason: string, cause?: unknown): SandboxLostError {
+  #lost(operation: Operation, reason: string, cause?: unknown): SandboxLostError | TaskFailure {
+    // The sandbox ended because the task outlived timeouts.lifetimeMs: the task's doing, and a
+    // retry would only run out of time again.
+    if (this.#lifetimeExceeded) {
+      return new TaskFailure({
+        ...this.#ctx(operation),
+        kind: 'LifetimeExceeded',
+        message: `sandbox ${this.id} reached its lifetime of ${this.spec.timeouts.lifetimeMs} ms during ${operation}`,
+        cause,
+      });
+    }
     return new SandboxLostError({
       ...this.#ctx(operation),
       message: `sandbox ${this.id} was lost during ${operation}: ${reason}`,
       lastState: reason,
       cause,
     });
+  }
+
+  /** berth's init exits 0 when the lifetime's sleep ends; anything earlier was something else. */
+  #endedByLifetime(state: { Status: string; ExitCode: number; StartedAt: string; FinishedAt: string }): boolean {
+    const lifetime = this.spec.timeouts.lifetimeMs;
+    if (lifetime === undefined || state.Status !== 'exited' || state.ExitCode !== 0) return false;
+    const ran = Date.parse(state.FinishedAt) - Date.parse(state.StartedAt);
+    return Number.isFinite(ran) && ran >= lifetime - 1000;
   }
 
   #markLost(reason: string): void {
@@ -341,7 +361,7 @@ export class DockerEnvironment implements Environment {
    * Ask the engine whether the sandbox is still alive; marks it lost if not. `settleMs` polls a
    * little: when a container is killed, its execs end ~30 ms before the engine's state says so.
    */
-  async #checkAlive(operation: Operation, settleMs = 0): Promise<SandboxLostError | undefined> {
+  async #checkAlive(operation: Operation, settleMs = 0): Promise<SandboxLostError | TaskFailure | undefined> {
     if (this.#lostReason) return this.#lost(operation, this.#lostReason);
     const container = this.#container ?? this.#docker.getContainer(this.id);
     const deadline = Date.now() + settleMs;
@@ -350,6 +370,7 @@ export class DockerEnvironment implements Environment {
         const info = await container.inspect();
         if (!info.State.Running || info.State.Paused || info.State.Restarting) {
           const reason = info.State.OOMKilled ? 'OOMKilled' : `${info.State.Status} (exit ${info.State.ExitCode})`;
+          this.#lifetimeExceeded ||= this.#endedByLifetime(info.State);
           this.#markLost(reason);
           return this.#lost(operation, reason);
         }
@@ -429,7 +450,7 @@ export class DockerEnvironment implements Environment {
       container = this.#usable(operation);
     } catch (error) {
       // Say what was being transferred, with the loss as the cause (never the other way round).
-      if (SandboxLostError.isInstance(error)) throw fail('sandbox_lost', `${verb} failed: the sandbox is gone`, error);
+      if (SandboxLostError.isInstance(error) || TaskFailure.isInstance(error)) throw fail('sandbox_lost', `${verb} failed: the sandbox is gone`, error);
       throw error;
     }
     // A stopped container's filesystem still accepts archives: check liveness around the copy.

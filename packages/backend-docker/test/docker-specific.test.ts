@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, SandboxLostError, type Environment } from '@berth/core';
+import { ConfigError, TaskFailure, type Environment } from '@berth/core';
 import { createDockerBackend } from '@berth/backend-docker';
 
 const docker = new Docker();
@@ -54,13 +54,19 @@ describe('docker backend specifics', () => {
     await env.teardown();
   });
 
-  it('a sandbox past timeouts.lifetimeMs is gone, and says so', async () => {
+  it('a sandbox past timeouts.lifetimeMs is gone, as a task failure (LifetimeExceeded), not a retryable loss', async () => {
     const env = await createDockerBackend().start({ image: BASIC, network: 'none', timeouts: { lifetimeMs: 1000 } });
     envs.push(env);
     expect((await env.exec('true')).exitCode).toBe(0);
     await new Promise((r) => setTimeout(r, 1800));
     const error = await env.exec('true').catch((e: unknown) => e);
-    expect(SandboxLostError.isInstance(error)).toBe(true);
+    // The task outlived its sandbox: its own doing, not a flake worth a retry.
+    expect(TaskFailure.isInstance(error)).toBe(true);
+    expect(error).toMatchObject({ type: 'LifetimeExceeded', category: 'task_failure', retryable: false });
+    const dir = await mkdtemp(join(tmpdir(), 'berth-life-'));
+    const download = await env.downloadFile('/etc/passwd', join(dir, 'x')).catch((e: unknown) => e);
+    expect(download).toMatchObject({ type: 'TransferError', category: 'task_failure' });
+    await rm(dir, { recursive: true });
     await env.teardown();
   });
 
