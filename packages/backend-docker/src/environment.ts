@@ -386,9 +386,14 @@ export class DockerEnvironment implements Environment {
     }
   }
 
-  #mapError(error: unknown, operation: Operation): unknown {
+  async #mapError(error: unknown, operation: Operation): Promise<unknown> {
     const mapped = mapEnvironmentError(error, this.#ctx(operation));
-    if (mapped && SandboxLostError.isInstance(mapped)) this.#markLost(mapped.lastState ?? 'gone');
+    if (mapped && SandboxLostError.isInstance(mapped)) {
+      // The engine says it is gone; its state says how (a lifetime that ran out is not a loss).
+      const seen = await this.#checkAlive(operation).catch(() => undefined);
+      if (seen) return seen;
+      this.#markLost(mapped.lastState ?? 'gone');
+    }
     return mapped ?? error;
   }
 
@@ -414,7 +419,7 @@ export class DockerEnvironment implements Environment {
       outcome = await runExec(container, argv, opts, {});
     } catch (error) {
       if (this.#closed) throw this.#interruptedByTeardown('exec', error);
-      throw this.#mapError(error, 'exec');
+      throw await this.#mapError(error, 'exec');
     }
     if (this.#closed) throw this.#interruptedByTeardown('exec');
     if (outcome.suspicious || outcome.cancelled) {
