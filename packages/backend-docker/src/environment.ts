@@ -361,8 +361,8 @@ export class DockerEnvironment implements Environment {
    * Ask the engine whether the sandbox is still alive; marks it lost if not. `settleMs` polls a
    * little: when a container is killed, its execs end ~30 ms before the engine's state says so.
    */
-  async #checkAlive(operation: Operation, settleMs = 0): Promise<SandboxLostError | TaskFailure | undefined> {
-    if (this.#lostReason) return this.#lost(operation, this.#lostReason);
+  async #checkAlive(operation: Operation, settleMs = 0, cause?: unknown): Promise<SandboxLostError | TaskFailure | undefined> {
+    if (this.#lostReason) return this.#lost(operation, this.#lostReason, cause);
     const container = this.#container ?? this.#docker.getContainer(this.id);
     const deadline = Date.now() + settleMs;
     for (;;) {
@@ -372,12 +372,12 @@ export class DockerEnvironment implements Environment {
           const reason = info.State.OOMKilled ? 'OOMKilled' : `${info.State.Status} (exit ${info.State.ExitCode})`;
           this.#lifetimeExceeded ||= this.#endedByLifetime(info.State);
           this.#markLost(reason);
-          return this.#lost(operation, reason);
+          return this.#lost(operation, reason, cause);
         }
       } catch (error) {
         if (statusOf(error) === 404) {
           this.#markLost('removed');
-          return this.#lost(operation, 'removed', error);
+          return this.#lost(operation, 'removed', cause ?? error);
         }
         throw mapDaemonError(error, this.#ctx(operation)) ?? error;
       }
@@ -390,7 +390,7 @@ export class DockerEnvironment implements Environment {
     const mapped = mapEnvironmentError(error, this.#ctx(operation));
     if (mapped && SandboxLostError.isInstance(mapped)) {
       // The engine says it is gone; its state says how (a lifetime that ran out is not a loss).
-      const seen = await this.#checkAlive(operation).catch(() => undefined);
+      const seen = await this.#checkAlive(operation, 0, error).catch(() => undefined);
       if (seen) return seen;
       this.#markLost(mapped.lastState ?? 'gone');
     }
