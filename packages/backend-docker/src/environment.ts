@@ -197,7 +197,10 @@ export class DockerEnvironment implements Environment {
 
   async #createAndRun(signal: AbortSignal): Promise<void> {
     const { resources, network, env, workdir, labels, mounts, timeouts } = this.spec;
-    const binds = mounts.filter((m) => m.type === 'bind').map((m) => `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`);
+    // Mounts, not Binds: Binds silently creates a missing host path as an empty directory.
+    const binds: Docker.MountSettings[] = mounts
+      .filter((m) => m.type === 'bind')
+      .map((m) => ({ Type: 'bind', Source: m.source, Target: m.target, ReadOnly: m.readOnly }));
     const allLabels: Record<string, string> = {
       ...labels,
       ...this.#options.labels,
@@ -213,7 +216,7 @@ export class DockerEnvironment implements Environment {
       ...(network === 'none' ? { NetworkMode: 'none' } : {}),
       ...(resources.cpus ? { NanoCpus: Math.round(resources.cpus * 1e9) } : {}),
       ...(resources.memoryMb ? { Memory: resources.memoryMb * 1024 * 1024 } : {}),
-      ...(binds.length ? { Binds: binds } : {}),
+      ...(binds.length ? { Mounts: binds } : {}),
     };
     try {
       this.#container = await this.#docker.createContainer({
@@ -240,25 +243,26 @@ export class DockerEnvironment implements Environment {
         });
       }
     } catch (error) {
-      throw mapDaemonError(error, this.#ctx('start')) ?? this.#startError(error);
+      // Deterministic refusals first: the engine reports some of them as 500s.
+      throw this.#startError(error) ?? mapDaemonError(error, this.#ctx('start')) ?? error;
     }
   }
 
-  #startError(error: unknown): unknown {
+  /** Start failures that say the spec or image is wrong: permanent, with the fix in the message. */
+  #startError(error: unknown): BerthError | undefined {
     if (BerthError.isInstance(error)) return error;
     const message = dockerMessage(error);
-    if (/executable file not found|no such file or directory/i.test(message)) {
-      return new ConfigError({
-        ...this.#ctx('start'),
-        path: 'spec.image',
-        message: `image ${this.#image.original} cannot run berth's init (/bin/sh): ${message}`,
-        cause: error,
-      });
+    const config = (path: string, text: string) => new ConfigError({ ...this.#ctx('start'), path, message: text, cause: error });
+    if (/bind source path does not exist|invalid mount config/i.test(message)) {
+      return config('spec.mounts', `a mount was refused by Docker: ${message}`);
+    }
+    if (/executable file not found|\/bin\/sh|no such file or directory/i.test(message)) {
+      return config('spec.image', `image ${this.#image.original} cannot run berth's init (/bin/sh): ${message}`);
     }
     if (/Minimum memory limit|NanoCPUs|range of CPUs|cannot be larger/i.test(message)) {
-      return new ConfigError({ ...this.#ctx('start'), path: 'spec.resources', message: `resources refused by Docker: ${message}`, cause: error });
+      return config('spec.resources', `resources refused by Docker: ${message}`);
     }
-    return error;
+    return undefined;
   }
 
   async teardown(_opts: { signal?: AbortSignal } = {}): Promise<void> {

@@ -113,3 +113,13 @@ describe('docker backend specifics', () => {
     await rm(dir, { recursive: true });
   });
 });
+
+describe('docker start refusals', () => {
+  it('a bind mount of a missing host path is a ConfigError naming spec.mounts', async () => {
+    const error = await createDockerBackend()
+      .start({ image: BASIC, network: 'none', mounts: [{ type: 'bind', source: '/definitely/not/here', target: '/x' }] })
+      .catch((e: unknown) => e);
+    expect(ConfigError.isInstance(error), String(error)).toBe(true);
+    expect(error).toMatchObject({ path: 'spec.mounts', retryable: false });
+  });
+});
