@@ -72,9 +72,7 @@ const NOT_RUNNING = /is not running|is restarting|is paused|container .* is dead
 
 /** Is this the engine saying the container is gone or stopped? */
 export function isContainerGone(error: unknown): boolean {
-  const status = statusOf(error);
-  const message = dockerMessage(error);
-  return (status === 404 && /no such container/i.test(message)) || (status === 409 && NOT_RUNNING.test(message)) || NOT_RUNNING.test(message);
+  return NOT_RUNNING.test(dockerMessage(error));
 }
 
 /** Map a failure of an operation on a running environment. */

@@ -55,12 +55,9 @@ async function makeSymlinks(root: string, links: readonly PendingLink[]): Promis
   const made: string[] = [];
   try {
     for (const link of links) {
-      // The archive's link replaces a file or link already there (never follows it).
-      const existing = await lstat(link.dest).catch(() => undefined);
       // A directory here means other entries were placed beneath this link's path: the archive
       // wants to write through its own symlink, which is how escapes are built.
-      if (existing?.isDirectory()) throw new UnsafeEntryError(link.name, 'other entries of the archive lie beneath this symlink');
-      if (existing) await unlink(link.dest);
+      if ((await clearSlot(link.dest)) === 'directory') throw new UnsafeEntryError(link.name, 'other entries of the archive lie beneath this symlink');
       await symlink(link.target, link.dest);
       made.push(link.dest);
     }
@@ -106,15 +103,6 @@ export async function extractDirectory(source: NodeJS.ReadableStream, localDir: 
     const real = await realpath(parent);
     if (!isInside(root, real)) throw new UnsafeEntryError(entry, 'a parent directory is a symlink pointing outside the target');
     safeDirs.add(parent);
-  }
-
-  async function removeIfLink(dest: string): Promise<void> {
-    try {
-      const st = await lstat(dest);
-      if (st.isSymbolicLink() || st.isFile()) await unlink(dest);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    }
   }
 
   const extract = tarExtract();
@@ -163,7 +151,7 @@ export async function extractDirectory(source: NodeJS.ReadableStream, localDir: 
         if (!target || !isInside(root, target) || !isInside(root, await realpath(dirname(target)).catch(() => ''))) {
           throw new UnsafeEntryError(header.name, 'hard link points outside the target');
         }
-        await removeIfLink(dest);
+        await clearSlot(dest);
         await link(target, dest);
         stats.files++;
         entry.resume();
@@ -171,7 +159,7 @@ export async function extractDirectory(source: NodeJS.ReadableStream, localDir: 
       }
       case 'file':
       case 'contiguous-file': {
-        await removeIfLink(dest);
+        await clearSlot(dest);
         const mode = (header.mode ?? 0o644) & 0o7777;
         if ((header.size ?? 0) < SMALL_FILE) {
           const chunks: Buffer[] = [];
@@ -227,7 +215,7 @@ export async function extractSingleFile(source: NodeJS.ReadableStream, localPath
       throw new UnexpectedEntryError(`${remotePath} is not a regular file (${header.type ?? 'unknown'})`);
     }
     await mkdir(dirname(localPath), { recursive: true });
-    await removeExistingLink(localPath);
+    await clearSlot(localPath);
     const mode = (header.mode ?? 0o644) & 0o7777;
     await writeEntryTo(entry, localPath, mode);
     await chmod(localPath, mode);
@@ -281,10 +269,17 @@ async function writeAll(handle: FileHandle, buffers: Buffer[]): Promise<void> {
   }
 }
 
-async function removeExistingLink(path: string): Promise<void> {
+/**
+ * Make room for an entry at `path`: a file or symlink already there is removed (never written
+ * through: a link there could point anywhere). A directory is left, and reported.
+ */
+async function clearSlot(path: string): Promise<'directory' | undefined> {
   try {
-    if ((await lstat(path)).isSymbolicLink()) await unlink(path);
+    const st = await lstat(path);
+    if (st.isDirectory()) return 'directory';
+    await unlink(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
+  return undefined;
 }
