@@ -1,17 +1,18 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
-const src = (pkg: string) => fileURLToPath(new URL(`./packages/${pkg}/src/index.ts`, import.meta.url));
+const src = (pkg: string, entry = 'index.ts') => fileURLToPath(new URL(`./packages/${pkg}/src/${entry}`, import.meta.url));
 
 export default defineConfig({
   resolve: {
     // Tests run against the sources, so `npm test` needs no build step.
-    alias: {
-      '@berth/core': src('core'),
-      '@berth/backend-docker': src('backend-docker'),
-      '@berth/conformance': src('conformance'),
-      '@berth/harbor': src('harbor'),
-    },
+    alias: [
+      { find: /^@berth\/core\/backend-kit$/, replacement: src('core', 'kit/index.ts') },
+      { find: /^@berth\/core$/, replacement: src('core') },
+      { find: /^@berth\/backend-docker$/, replacement: src('backend-docker') },
+      { find: /^@berth\/conformance$/, replacement: src('conformance') },
+      { find: /^@berth\/harbor$/, replacement: src('harbor') },
+    ],
   },
   test: {
     include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],

@@ -3,9 +3,7 @@ import {
   BackendUnavailableError,
   BerthError,
   ConfigError,
-  ImagePullError,
   SandboxLostError,
-  type ImagePullReason,
   type Operation,
 } from '@berth/core';
 
@@ -89,51 +87,22 @@ export function mapEnvironmentError(error: unknown, ctx: ErrorContext & { enviro
   return mapDaemonError(error, ctx);
 }
 
-/**
- * Classify the text of a failed pull. The registry's words are all we get, and Docker Hub's
- * "pull access denied ... does not exist or may require 'docker login'" is both at once: it is
- * unauthorized when no credentials were sent, not_found when they were.
- */
-export function pullReason(message: string, hadCredentials: boolean): ImagePullReason {
-  if (/toomanyrequests|too many requests|rate limit|\b429\b/i.test(message)) return 'rate_limited';
-  if (/pull access denied|may require 'docker login'/i.test(message)) return hadCredentials ? 'not_found' : 'unauthorized';
-  if (/no basic auth credentials|unauthorized|authentication required|\bdenied\b|forbidden|\b401\b|\b403\b/i.test(message)) {
-    return 'unauthorized';
-  }
-  if (/manifest unknown|not found|name unknown|does not exist|\b404\b/i.test(message)) return 'not_found';
-  return 'transient';
-}
+/** How a Docker user passes registry credentials, for pull errors. */
+export const CREDENTIALS_HINT = 'pass spec.image.auth or log in with docker login';
 
-export function pullError(
-  message: string,
-  ctx: ErrorContext & { image: string; hadCredentials: boolean; cause?: unknown },
-): BerthError {
-  if (/invalid reference format/i.test(message)) {
-    return new ConfigError({
-      operation: 'pull',
-      backend: ctx.backend,
-      ...(ctx.environmentId ? { environmentId: ctx.environmentId } : {}),
-      path: 'spec.image',
-      message: `invalid image reference "${ctx.image}": ${message}`,
-      cause: ctx.cause,
-    });
+/** Start failures that say the spec or image is wrong: permanent, with the fix in the message. */
+export function startRefusal(error: unknown, ctx: ErrorContext, image: string): BerthError | undefined {
+  if (BerthError.isInstance(error)) return error;
+  const message = dockerMessage(error);
+  const config = (path: string, text: string) => new ConfigError({ ...ctx, path, message: text, cause: error });
+  if (/bind source path does not exist|invalid mount config/i.test(message)) {
+    return config('spec.mounts', `a mount was refused by Docker: ${message}`);
   }
-  const reason = pullReason(message, ctx.hadCredentials);
-  const hint =
-    reason === 'unauthorized'
-      ? ctx.hadCredentials
-        ? ' (the registry rejected the credentials given)'
-        : ' (no credentials were found for this registry: pass spec.image.auth or log in with docker login)'
-      : reason === 'not_found'
-        ? ' (check the repository name and tag)'
-        : '';
-  return new ImagePullError({
-    operation: 'pull',
-    backend: ctx.backend,
-    ...(ctx.environmentId ? { environmentId: ctx.environmentId } : {}),
-    image: ctx.image,
-    reason,
-    message: `pulling ${ctx.image} failed: ${message}${hint}`,
-    cause: ctx.cause,
-  });
+  if (/executable file not found|\/bin\/sh|no such file or directory/i.test(message)) {
+    return config('spec.image', `image ${image} cannot run berth's init (/bin/sh): ${message}`);
+  }
+  if (/Minimum memory limit|NanoCPUs|range of CPUs|cannot be larger/i.test(message)) {
+    return config('spec.resources', `resources refused by Docker: ${message}`);
+  }
+  return undefined;
 }

@@ -1,7 +1,7 @@
 import type { MirrorRule } from '@berth/core';
-import type { RegistryAuthSources } from './pull.js';
+import type { CreationLimits, PullCredentialSources, TransferMode } from '@berth/core/backend-kit';
 
-export interface DockerBackendOptions extends RegistryAuthSources {
+export interface DockerBackendOptions extends PullCredentialSources {
   /** Where the engine is. Default: DOCKER_HOST, else /var/run/docker.sock. */
   socketPath?: string;
   host?: string;
@@ -21,4 +21,11 @@ export interface DockerBackendOptions extends RegistryAuthSources {
   labels?: Record<string, string>;
   /** Prefix of container names. Default 'berth'. */
   namePrefix?: string;
+  /**
+   * 'native' (default): files move through the engine's archive API. 'exec': tar streamed over
+   * exec, the way backends without an archive API move them (the image then needs tar).
+   */
+  transfers?: TransferMode;
+  /** Bound container creation per backend instance. Default: no limit (the local engine copes). */
+  creation?: CreationLimits;
 }

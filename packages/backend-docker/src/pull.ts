@@ -1,15 +1,8 @@
+import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import {
-  CapabilityError,
-  ConfigError,
-  cancelledFrom,
-  registerSecret,
-  resolveRegistryCredential,
-  type ImageAuth,
-  type ImageRef,
-  type PullProgress,
-} from '@berth/core';
-import { mapDaemonError, pullError, statusOf, dockerMessage, type ErrorContext } from './docker-errors.js';
+import type { ImageRef, PullProgress } from '@berth/core';
+import { cancelledFrom, pullFailure, type PullCredential } from '@berth/core/backend-kit';
+import { CREDENTIALS_HINT, dockerMessage, mapDaemonError, statusOf, type ErrorContext } from './docker-errors.js';
 
 /** The X-Registry-Auth payload Docker's API takes. */
 export interface DockerAuthConfig {
@@ -19,64 +12,21 @@ export interface DockerAuthConfig {
   serveraddress: string;
 }
 
-export interface RegistryAuthSources {
-  /** Named credentials for `{ secretName }` auth: Docker has no secret store of its own. */
-  registrySecrets?: Record<string, { username: string; password: string } | { identityToken: string }>;
-  /** Resolves `{ aws }` auth to an ECR login (e.g. via @aws-sdk/client-ecr GetAuthorizationToken). */
-  ecrLogin?: (ref: ImageRef, aws: Extract<ImageAuth, { aws: unknown }>['aws']) => Promise<{ username: string; password: string }>;
-  /** Environment for Docker config lookup (DOCKER_CONFIG, DOCKER_AUTH_CONFIG); default process.env. */
-  env?: Record<string, string | undefined>;
+export function dockerAuthConfig(credential: PullCredential | undefined): DockerAuthConfig | undefined {
+  if (!credential) return undefined;
+  if ('identityToken' in credential) return { identitytoken: credential.identityToken, serveraddress: credential.serverAddress };
+  return { username: credential.username, password: credential.password, serveraddress: credential.serverAddress };
 }
 
-/**
- * Credentials for pulling `ref`: the spec's own auth first, else Docker's config (the way the
- * docker CLI finds them). undefined means an anonymous pull.
- */
-export async function resolveDockerAuth(
-  ref: ImageRef,
-  auth: ImageAuth | undefined,
-  sources: RegistryAuthSources,
-  ctx: ErrorContext,
-): Promise<DockerAuthConfig | undefined> {
-  const serveraddress = ref.registry === 'docker.io' ? 'https://index.docker.io/v1/' : ref.registry;
-  if (auth) {
-    if ('username' in auth) {
-      registerSecret(auth.password);
-      return { username: auth.username, password: auth.password, serveraddress };
-    }
-    if ('identityToken' in auth) {
-      registerSecret(auth.identityToken);
-      return { identitytoken: auth.identityToken, serveraddress };
-    }
-    if ('secretName' in auth) {
-      const secret = sources.registrySecrets?.[auth.secretName];
-      if (!secret) {
-        throw new ConfigError({
-          ...ctx,
-          path: 'spec.image.auth.secretName',
-          message: `no registry secret named "${auth.secretName}": pass it to createDockerBackend({ registrySecrets: { "${auth.secretName}": { username, password } } })`,
-        });
-      }
-      return resolveDockerAuth(ref, secret, sources, ctx);
-    }
-    if (!sources.ecrLogin) {
-      throw new CapabilityError({
-        ...ctx,
-        capability: 'imageAuth.aws',
-        message: `image ${ref.original} asks for AWS (ECR) auth, but this Docker backend has no ecrLogin: pass createDockerBackend({ ecrLogin }) or use { username: 'AWS', password: <aws ecr get-login-password> }`,
-      });
-    }
-    const login = await sources.ecrLogin(ref, auth.aws);
-    registerSecret(login.password);
-    return { username: login.username, password: login.password, serveraddress };
+/** Is the image in the engine's store? */
+export async function imagePresent(docker: Docker, image: ImageRef, ctx: ErrorContext): Promise<boolean> {
+  try {
+    await docker.getImage(image.canonical).inspect();
+    return true;
+  } catch (error) {
+    if (statusOf(error) === 404) return false;
+    throw mapDaemonError(error, ctx) ?? error;
   }
-  const found = await resolveRegistryCredential(ref.registry, sources.env ? { env: sources.env } : {});
-  if (!found) return undefined;
-  if (found.identityToken) return { identitytoken: found.identityToken, serveraddress: found.serverAddress };
-  if (found.username !== undefined && found.password !== undefined) {
-    return { username: found.username, password: found.password, serveraddress: found.serverAddress };
-  }
-  return undefined;
 }
 
 interface ProgressLine {
@@ -87,68 +37,55 @@ interface ProgressLine {
   errorDetail?: { message?: string };
 }
 
+async function* lines(stream: Readable): AsyncGenerator<string> {
+  let pending = '';
+  for await (const chunk of stream) {
+    pending += String(chunk);
+    let at;
+    while ((at = pending.indexOf('\n')) >= 0) {
+      yield pending.slice(0, at).trim();
+      pending = pending.slice(at + 1);
+    }
+  }
+  if (pending.trim()) yield pending.trim();
+}
+
 /**
  * Pull an image, reporting progress. Docker reports a pull as finished even when a progress line
  * carries an error, so every line is read for one.
  */
 export async function pullImage(
   docker: Docker,
-  image: string,
+  image: ImageRef,
   auth: DockerAuthConfig | undefined,
-  ctx: ErrorContext & { onProgress?: (p: PullProgress) => void; signal?: AbortSignal },
+  ctx: ErrorContext & { signal: AbortSignal; onProgress: (p: PullProgress) => void },
 ): Promise<void> {
   const errorCtx = { operation: 'pull' as const, backend: ctx.backend, ...(ctx.environmentId ? { environmentId: ctx.environmentId } : {}) };
-  let stream: NodeJS.ReadableStream;
+  const ref = image.canonical;
+  const failed = (message: string, cause?: unknown) =>
+    pullFailure(message, { ...errorCtx, image: ref, hadCredentials: auth !== undefined, credentialsHint: CREDENTIALS_HINT, cause });
   try {
     // abortSignal reaches docker-modem, so a registry that never answers cannot hold start() past its deadline.
-    const options: Record<string, unknown> = { ...(auth ? { authconfig: auth } : {}), ...(ctx.signal ? { abortSignal: ctx.signal } : {}) };
-    stream = (await docker.pull(image, options)) as NodeJS.ReadableStream;
+    const stream = (await docker.pull(ref, { ...(auth ? { authconfig: auth } : {}), abortSignal: ctx.signal })) as Readable;
+    for await (const line of lines(stream)) {
+      if (!line) continue;
+      const progress = JSON.parse(line) as ProgressLine;
+      const message = progress.errorDetail?.message ?? progress.error;
+      if (message) {
+        stream.destroy();
+        throw failed(message);
+      }
+      if (!progress.status) continue;
+      const update: PullProgress = { image: ref, status: progress.status };
+      if (progress.id) update.layer = progress.id;
+      if (progress.progressDetail?.current !== undefined) update.current = progress.progressDetail.current;
+      if (progress.progressDetail?.total !== undefined) update.total = progress.progressDetail.total;
+      ctx.onProgress(update);
+    }
   } catch (error) {
-    if (ctx.signal?.aborted) throw cancelledFrom(ctx.signal, errorCtx);
+    if (ctx.signal.aborted) throw cancelledFrom(ctx.signal, errorCtx);
     const daemon = statusOf(error) === undefined ? mapDaemonError(error, errorCtx) : undefined;
-    if (daemon) throw daemon;
-    throw pullError(dockerMessage(error), { ...errorCtx, image, hadCredentials: auth !== undefined, cause: error });
+    throw daemon ?? failed(dockerMessage(error), error);
   }
-  await new Promise<void>((resolve, reject) => {
-    let failed = false;
-    const onAbort = () => {
-      (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
-      fail(cancelledFrom(ctx.signal!, errorCtx));
-    };
-    const fail = (error: unknown) => {
-      if (failed) return;
-      failed = true;
-      ctx.signal?.removeEventListener('abort', onAbort);
-      reject(error);
-    };
-    ctx.signal?.addEventListener('abort', onAbort, { once: true });
-    docker.modem.followProgress(
-      stream,
-      (error: Error | null) => {
-        ctx.signal?.removeEventListener('abort', onAbort);
-        if (failed) return;
-        if (error) {
-          const daemon = mapDaemonError(error, errorCtx);
-          fail(daemon ?? pullError(dockerMessage(error), { ...errorCtx, image, hadCredentials: auth !== undefined, cause: error }));
-          return;
-        }
-        failed = true;
-        resolve();
-      },
-      (line: ProgressLine) => {
-        const message = line.errorDetail?.message ?? line.error;
-        if (message) {
-          fail(pullError(message, { ...errorCtx, image, hadCredentials: auth !== undefined }));
-          return;
-        }
-        if (ctx.onProgress && line.status) {
-          const progress: PullProgress = { image, status: line.status };
-          if (line.id) progress.layer = line.id;
-          if (line.progressDetail?.current !== undefined) progress.current = line.progressDetail.current;
-          if (line.progressDetail?.total !== undefined) progress.total = line.progressDetail.total;
-          ctx.onProgress(progress);
-        }
-      },
-    );
-  });
+  if (ctx.signal.aborted) throw cancelledFrom(ctx.signal, errorCtx);
 }

@@ -33,6 +33,8 @@ export interface ConformanceImages {
 export interface ConformanceOptions {
   /** The backend's name as it reports it in errors (`error.backend`), e.g. 'docker'. */
   name: string;
+  /** Shown in the suite's title beside the name when one backend runs the suite in several configurations, e.g. 'exec transfers'. */
+  variant?: string;
   /** Makes the backend under test. Called once per suite; must do no I/O. */
   createBackend: () => Backend;
   images: ConformanceImages;

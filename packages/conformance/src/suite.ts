@@ -20,7 +20,7 @@ export function describeBackendConformance(options: ConformanceOptions): void {
   if (!options.images?.basic) throw new Error('describeBackendConformance: options.images.basic is required');
   const h = new Harness(options);
 
-  describe(`berth conformance: ${options.name}`, () => {
+  describe(`berth conformance: ${options.name}${options.variant ? ` (${options.variant})` : ''}`, () => {
     lifecycleCases(h);
     execCases(h);
     transferCases(h);

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { CancelledError, type Operation } from './errors.js';
 
 /** Throw CancelledError if the signal has fired; its reason becomes the cause. */
@@ -17,4 +18,23 @@ export function cancelledFrom(
     cause: signal.reason,
     ...context,
   });
+}
+
+/**
+ * Wait for `work`, but no longer than `signal` allows: calls that hang (an engine that never
+ * answers) must not hold the caller past its deadline. Rejects with the signal's reason; the
+ * work goes on, and the caller cleans up after it.
+ */
+export async function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  signal.throwIfAborted();
+  const done = new AbortController();
+  const aborted = once(signal, 'abort', { signal: done.signal }).then(() => {
+    throw signal.reason;
+  });
+  try {
+    return await Promise.race([work, aborted]);
+  } finally {
+    done.abort();
+    aborted.catch(() => undefined);
+  }
 }

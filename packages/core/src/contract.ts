@@ -3,12 +3,18 @@ import type { EnvironmentSpec, EnvironmentSpecInput, ImageAuth } from './spec.js
 
 export const SPECIFICATION_VERSION = 'berth-backend-v1' as const;
 
+/**
+ * What an exec reads on stdin: a string or bytes, or a stream (a Node Readable or any
+ * AsyncIterable of bytes) fed with backpressure and closed at its end.
+ */
+export type ExecStdin = string | Uint8Array | NodeJS.ReadableStream | AsyncIterable<Uint8Array>;
+
 export interface ExecOptions {
   cwd?: string;
   env?: Record<string, string>;
   /** Kill the command (its whole process tree) after this long and return `timedOut: true`. */
   timeoutMs?: number;
-  stdin?: string | Uint8Array;
+  stdin?: ExecStdin;
   /** Per stream; the tail is kept. Default 10 MiB. */
   maxOutputBytes?: number;
   onStdout?: (chunk: Uint8Array) => void;

@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from './errors.js';
+import { normaliseRegistry, registryServerAddress } from './image-ref.js';
 import { redactSecrets, registerSecret } from './redact.js';
 
 export interface RegistryCredential {
@@ -21,8 +22,6 @@ export interface CredentialResolveOptions {
   dockerConfigDir?: string;
 }
 
-const DOCKER_HUB_SERVER = 'https://index.docker.io/v1/';
-const DOCKER_HUB_ALIASES = new Set(['docker.io', 'index.docker.io', 'registry-1.docker.io']);
 const HELPER_TIMEOUT_MS = 15_000;
 
 interface AuthEntry {
@@ -51,8 +50,7 @@ interface LoadedConfig {
  * fold Docker Hub's aliases so every spelling of the Hub matches 'docker.io'.
  */
 function keyHost(key: string): string {
-  const host = key.replace(/^https?:\/\//i, '').split('/')[0]!.toLowerCase();
-  return DOCKER_HUB_ALIASES.has(host) ? 'docker.io' : host;
+  return normaliseRegistry(key.replace(/^https?:\/\//i, '').split('/')[0]!);
 }
 
 function str(value: unknown): string | undefined {
@@ -222,8 +220,7 @@ export async function resolveRegistryCredential(
   const env = opts.env ?? process.env;
   const dir = opts.dockerConfigDir ?? env.DOCKER_CONFIG ?? join(env.HOME ?? homedir(), '.docker');
   const host = keyHost(registry);
-  // Docker Hub credentials are stored and asked for under the v1 index address.
-  const serverAddress = host === 'docker.io' ? DOCKER_HUB_SERVER : host;
+  const serverAddress = registryServerAddress(host);
 
   for (const loaded of await loadConfigs(env, dir)) {
     const { config } = loaded;

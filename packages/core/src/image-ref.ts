@@ -34,6 +34,7 @@ const DIGEST_RE = /^([A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*):([0-9a
 const DIGEST_HEX_LENGTH: Record<string, number> = { sha256: 64, sha384: 96, sha512: 128 };
 const ECR_RE = /^(\d{12})\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$/;
 const DOCKER_HUB_ALIASES = new Set(['docker.io', 'index.docker.io', 'registry-1.docker.io']);
+const DOCKER_HUB_SERVER = 'https://index.docker.io/v1/';
 /** Docker's limit on the length of a name (without tag and digest). */
 const NAME_MAX = 255;
 
@@ -43,9 +44,15 @@ function looksLikeRegistry(component: string): boolean {
 }
 
 /** Registry hosts are case-insensitive; Docker Hub's aliases all mean 'docker.io'. */
-function normaliseRegistry(host: string): string {
+export function normaliseRegistry(host: string): string {
   const lower = host.toLowerCase();
   return DOCKER_HUB_ALIASES.has(lower) ? 'docker.io' : lower;
+}
+
+/** The address credentials for a registry host are stored and asked for under: Docker Hub's is its v1 index. */
+export function registryServerAddress(registry: string): string {
+  const host = normaliseRegistry(registry);
+  return host === 'docker.io' ? DOCKER_HUB_SERVER : host;
 }
 
 export function parseImageRef(ref: string): ImageRef {

@@ -1,17 +1,95 @@
-export * from './contract.js';
-export * from './spec.js';
-export * from './errors.js';
-export * from './classify.js';
-export * from './redact.js';
-export * from './labels.js';
-export * from './tail-buffer.js';
-export * from './abort.js';
-export * from './image-ref.js';
-export * from './credentials.js';
-export * from './archive/pack.js';
-export * from './archive/extract.js';
-export * from './trials/types.js';
-export * from './trials/clock.js';
-export * from './trials/journal.js';
-export * from './trials/report.js';
-export * from './trials/run-trials.js';
+/**
+ * @berth/core: what a runner author needs. The contract (Backend, Environment), the spec, the
+ * error taxonomy and its classification, image references, and the retry controller.
+ * Backend authors: see '@berth/core/backend-kit'.
+ */
+export {
+  SPECIFICATION_VERSION,
+  type Backend,
+  type Capabilities,
+  type Environment,
+  type EnvironmentEvents,
+  type EnvironmentPhase,
+  type ExecOptions,
+  type ExecResult,
+  type ExecStdin,
+  type ImageAuthKind,
+  type PreflightCheck,
+  type PreflightReport,
+  type PreflightStatus,
+  type PullProgress,
+  type SweepReport,
+  type TransferOptions,
+  type TransferStats,
+} from './contract.js';
+export {
+  DEFAULT_STARTUP_MS,
+  EnvironmentSpecSchema,
+  ImageAuthSchema,
+  ImageInputSchema,
+  MountSchema,
+  ResourcesSchema,
+  TimeoutsSchema,
+  parseEnvironmentSpec,
+  type EnvironmentSpec,
+  type EnvironmentSpecInput,
+  type ImageAuth,
+  type ImageInput,
+  type Mount,
+  type Resources,
+} from './spec.js';
+export {
+  BackendAuthError,
+  BackendUnavailableError,
+  BerthError,
+  CancelledError,
+  CapabilityError,
+  ConfigError,
+  FAILURE_CATEGORIES,
+  ImagePullError,
+  SandboxLostError,
+  StartupTimeoutError,
+  TaskFailure,
+  TransferError,
+  findBerthCause,
+  serializeError,
+  type BerthErrorOptions,
+  type FailureCategory,
+  type ImagePullReason,
+  type Operation,
+  type SerializedError,
+  type TransferReason,
+} from './errors.js';
+export { classifyFailure, type ClassifiedFailure } from './classify.js';
+export { redactSecrets, registerSecret } from './redact.js';
+export { LABEL_CREATED, LABEL_ENVIRONMENT, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION, SESSION_ID } from './labels.js';
+export {
+  applyMirrors,
+  formatImageRef,
+  mirrorImage,
+  parseImageRef,
+  parseMirrorRules,
+  type ImageRef,
+  type MirroredImage,
+  type MirrorRule,
+} from './image-ref.js';
+export { runTrials } from './trials/run-trials.js';
+export { VirtualClock, systemClock } from './trials/clock.js';
+export { DEFAULT_VALIDITY } from './trials/report.js';
+export type {
+  AttemptFailure,
+  AttemptRecord,
+  BackoffOptions,
+  Clock,
+  JsonValue,
+  RunEvents,
+  RunProgress,
+  RunReport,
+  RunResult,
+  RunTrialsOptions,
+  TaskRecord,
+  TaskStatus,
+  TrialContext,
+  TrialFunction,
+  ValidityThresholds,
+} from './trials/types.js';

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 
 /** Every resource a backend creates carries these, so sweep() can find orphans. */
 export const LABEL_MANAGED = 'berth.managed';
@@ -23,4 +24,20 @@ export const SESSION_ID: string = sessionFromEnv() ?? `s-${Date.now().toString(3
 
 export function newEnvironmentId(prefix = 'berth'): string {
   return `${prefix}-${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * The labels of a sandbox: the spec's and the backend's own, then berth's, which always win so
+ * that sweep() and the leak checks can rely on them.
+ */
+export function sandboxLabels(environmentId: string, ...extra: ReadonlyArray<Readonly<Record<string, string>> | undefined>): Record<string, string> {
+  return {
+    ...Object.assign({}, ...extra),
+    [LABEL_MANAGED]: 'true',
+    [LABEL_SESSION]: SESSION_ID,
+    [LABEL_ENVIRONMENT]: environmentId,
+    [LABEL_CREATED]: String(Date.now()),
+    [LABEL_OWNER_PID]: String(process.pid),
+    [LABEL_OWNER_HOST]: hostname(),
+  };
 }

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { pack as tarPack } from 'tar-stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { UnsafeEntryError, extractDirectory, extractSingleFile, packDirectory, packFile } from '../src/index.js';
+import { UnsafeEntryError, extractDirectory, extractSingleFile } from '../src/archive/extract.js';
+import { packDirectory, packFile } from '../src/archive/pack.js';
 
 const made: string[] = [];
 async function tmp(): Promise<string> {

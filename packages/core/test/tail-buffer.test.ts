@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TailBuffer } from '../src/index.js';
+import { TailBuffer } from '../src/tail-buffer.js';
 
 describe('TailBuffer', () => {
   it('keeps everything under the cap', () => {

@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { CancelledError, ConfigError, type Environment } from '@berth/core';
 import { describe, expect } from 'vitest';
 import { uniqueName, type Harness } from '../harness.js';
-import { waitForNoSleepers } from '../remote.js';
+import { remoteDigestAlgorithm, waitForNoSleepers } from '../remote.js';
 
 const MiB = 1024 * 1024;
 
@@ -143,6 +144,34 @@ export function execCases(h: Harness): void {
         expect(Buffer.compare(Buffer.from(big.stdoutBytes), Buffer.from(bytes))).toBe(0);
         const shell = await env().exec('read a; read b; echo "$b-$a"', { stdin: 'one\ntwo\n' });
         expect(shell.stdout).toBe('two-one\n');
+      },
+    });
+
+    h.defineCase({
+      id: 'exec.stdin-stream',
+      title: 'stdin as a stream (a Node Readable and an async iterable) reaches the command byte for byte, with backpressure',
+      timeoutMs: 60_000,
+      run: async () => {
+        const algorithm = await remoteDigestAlgorithm(env());
+        const chunk = randomBytes(MiB);
+        const chunks = 32;
+        const expected = createHash(algorithm);
+        for (let i = 0; i < chunks; i++) expected.update(chunk);
+        const digest = expected.digest('hex');
+        // A generator that only makes the next chunk when asked: 32 MiB never sit in memory at once.
+        let made = 0;
+        async function* generated(): AsyncGenerator<Uint8Array> {
+          for (; made < chunks; made++) yield chunk;
+        }
+        const fromIterable = await env().exec([`${algorithm}sum`], { stdin: generated() });
+        expect(fromIterable.exitCode, fromIterable.stderr).toBe(0);
+        expect(fromIterable.stdout.split(/\s/)[0]).toBe(digest);
+        const fromReadable = await env().exec([`${algorithm}sum`], { stdin: Readable.from(Array.from({ length: chunks }, () => chunk)) });
+        expect(fromReadable.stdout.split(/\s/)[0]).toBe(digest);
+        // A command that stops reading early is a result, not a hang or a crash.
+        const early = await env().exec(['head', '-c', '10'], { stdin: Readable.from(Array.from({ length: chunks }, () => chunk)), timeoutMs: h.ms(30_000) });
+        expect(early).toMatchObject({ exitCode: 0, timedOut: false });
+        expect(early.stdoutBytes.length).toBe(10);
       },
     });
 

@@ -1,34 +1,40 @@
 import { chmod, link, lstat, mkdir, open, realpath, symlink, unlink, utimes, writeFile, type FileHandle } from 'node:fs/promises';
-import { dirname, isAbsolute, posix, relative, resolve } from 'node:path';
+import { dirname, isAbsolute, posix, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { extract as tarExtract } from 'tar-stream';
 import type { TransferStats } from '../contract.js';
+import { isInside, SMALL_FILE } from './paths.js';
 
+const unsafeEntry = Symbol.for('berth.archive.UnsafeEntryError');
 /** An entry that would land outside the target directory. */
 export class UnsafeEntryError extends Error {
+  private readonly [unsafeEntry] = true;
   readonly entry: string;
   constructor(entry: string, why: string) {
     super(`refused archive entry "${entry}": ${why}`);
     this.name = 'UnsafeEntryError';
     this.entry = entry;
   }
+  /** Works across duplicate copies of this package, where instanceof does not. */
+  static isInstance(error: unknown): error is UnsafeEntryError {
+    return error instanceof Error && (error as unknown as Record<symbol, unknown>)[unsafeEntry] === true;
+  }
 }
 
+const unexpectedEntry = Symbol.for('berth.archive.UnexpectedEntryError');
 /** The archive held something other than what was asked for (a directory for a file...). */
 export class UnexpectedEntryError extends Error {
+  private readonly [unexpectedEntry] = true;
   constructor(message: string) {
     super(message);
     this.name = 'UnexpectedEntryError';
   }
+  static isInstance(error: unknown): error is UnexpectedEntryError {
+    return error instanceof Error && (error as unknown as Record<symbol, unknown>)[unexpectedEntry] === true;
+  }
 }
 
-const SMALL_FILE = 256 * 1024;
 const WRITE_BATCH = 4 * 1024 * 1024;
-
-function isInside(root: string, target: string): boolean {
-  const rel = relative(root, target);
-  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
-}
 
 /** Strip the archive's top component (the remote directory's own name) and validate the rest. */
 function entryPath(name: string): string | undefined {

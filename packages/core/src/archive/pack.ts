@@ -1,15 +1,15 @@
 import { createReadStream } from 'node:fs';
 import { lstat, opendir, readFile, readlink } from 'node:fs/promises';
 import { join, posix } from 'node:path';
+import { Readable } from 'node:stream';
 import { pack as tarPack, type Pack } from 'tar-stream';
 import type { TransferStats } from '../contract.js';
+import { SMALL_FILE } from './paths.js';
 
-/** Files smaller than this are read whole; larger ones are streamed into the tar. */
-const SMALL_FILE = 256 * 1024;
 
 export interface PackedTree {
   /** The tar byte stream: pipe it to the backend. Backpressure-driven; nothing is buffered whole. */
-  stream: Pack;
+  stream: Readable;
   /** Settles when every entry has been written (or rejects on a local read error). */
   done: Promise<TransferStats>;
 }
@@ -44,6 +44,11 @@ function streamEntry(pack: Pack, header: Parameters<Pack['entry']>[0], path: str
   });
 }
 
+/** tar-stream's pack is a streamx stream: hand backends a Node stream (pipe, addAbortSignal, pipeline). */
+function nodeStream(pack: Pack): Readable {
+  return Readable.from(pack, { objectMode: false });
+}
+
 const OWNER = { uid: 0, gid: 0, uname: 'root', gname: 'root' };
 
 /**
@@ -51,6 +56,7 @@ const OWNER = { uid: 0, gid: 0, uname: 'root', gname: 'root' };
  */
 export function packFile(localPath: string, remotePath: string): PackedTree {
   const stream = tarPack();
+  const packed = nodeStream(stream);
   const started = Date.now();
   const done = (async (): Promise<TransferStats> => {
     try {
@@ -65,7 +71,7 @@ export function packFile(localPath: string, remotePath: string): PackedTree {
       throw error;
     }
   })();
-  return { stream, done };
+  return { stream: packed, done };
 }
 
 /**
@@ -75,6 +81,7 @@ export function packFile(localPath: string, remotePath: string): PackedTree {
  */
 export function packDirectory(localDir: string, remoteDir: string): PackedTree {
   const stream = tarPack();
+  const packed = nodeStream(stream);
   const started = Date.now();
   const prefix = archiveName(remoteDir);
   const stats: TransferStats = { files: 0, directories: 0, symlinks: 0, bytes: 0, durationMs: 0 };
@@ -125,5 +132,5 @@ export function packDirectory(localDir: string, remoteDir: string): PackedTree {
       throw error;
     }
   })();
-  return { stream, done };
+  return { stream: packed, done };
 }

@@ -1,0 +1,81 @@
+import { readFile } from 'node:fs/promises';
+import { PassThrough, Writable, type Duplex } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type Docker from 'dockerode';
+import type { ProcessExit, ProcessRequest, SandboxProcess } from '@berth/core/backend-kit';
+import { DockerStreamDemuxer } from './demux.js';
+
+/**
+ * The command's PID inside the sandbox, when the engine runs on this host: the exec's host PID's
+ * NSpid line ends with it. Undefined for a remote engine (the kit's marker then does the work alone).
+ */
+async function sandboxPid(exec: Docker.Exec): Promise<string | undefined> {
+  try {
+    const info = await exec.inspect();
+    if (!info.Pid) return undefined;
+    const status = await readFile(`/proc/${info.Pid}/status`, 'utf8');
+    const nspid = /^NSpid:\s+(.+)$/m.exec(status)?.[1]?.trim().split(/\s+/);
+    return nspid && nspid.length > 1 ? nspid[nspid.length - 1] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The attach stream can end a moment before the engine records the exit code: ask a few times. */
+async function exitCodeOf(exec: Docker.Exec): Promise<number | null> {
+  for (let i = 0; i < 100; i++) {
+    const info = await exec.inspect();
+    if (!info.Running) return info.ExitCode;
+    await sleep(i < 10 ? 5 : 50);
+  }
+  return null;
+}
+
+/** One process through the engine's exec API: a hijacked connection carrying stdin out and multiplexed stdout/stderr back. */
+export async function spawnDockerProcess(container: Docker.Container, request: ProcessRequest): Promise<SandboxProcess> {
+  const exec = await container.exec({
+    Cmd: [...request.argv],
+    AttachStdout: true,
+    AttachStderr: true,
+    AttachStdin: request.stdin,
+    Tty: false,
+    Env: Object.entries(request.env).map(([k, v]) => `${k}=${v}`),
+    ...(request.cwd ? { WorkingDir: request.cwd } : {}),
+    ...(request.asRoot ? { User: 'root' } : {}),
+  });
+  const socket = (await exec.start({ hijack: true, stdin: request.stdin })) as Duplex;
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const demux = new DockerStreamDemuxer((which, payload) => (which === 'stdout' ? stdout : stderr).write(payload));
+  const ended = new Promise<void>((resolve, reject) => {
+    socket.on('data', (chunk: Buffer) => demux.push(chunk));
+    socket.on('end', resolve);
+    socket.on('close', resolve);
+    socket.on('error', reject);
+  });
+  const exit = ended
+    .finally(() => {
+      stdout.end();
+      stderr.end();
+    })
+    .then(async (): Promise<ProcessExit> => ({ code: await exitCodeOf(exec), interrupted: demux.leftover > 0 }));
+  // Writes complete when the engine has the bytes (backpressure); end() half-closes, so the
+  // command sees EOF while its output still flows back.
+  const stdin = request.stdin
+    ? new Writable({
+        write: (chunk: Buffer, _encoding, done) => void socket.write(chunk, done),
+        final: (done) => {
+          socket.end();
+          done();
+        },
+      })
+    : undefined;
+  return {
+    ...(stdin ? { stdin } : {}),
+    stdout,
+    stderr,
+    exit,
+    pid: () => sandboxPid(exec),
+    abandon: () => socket.destroy(),
+  };
+}

@@ -1,0 +1,183 @@
+import type { Readable } from 'node:stream';
+import type Docker from 'dockerode';
+import { ConfigError, ImagePullError, type EnvironmentSpec, type ImageAuth, type ImageRef, type Operation } from '@berth/core';
+import {
+  notPresentNeverPull,
+  resolvePullCredential,
+  throwIfAborted,
+  type ArchiveTransport,
+  type CreateContext,
+  type ProcessRequest,
+  type SandboxProcess,
+  type SandboxStatus,
+  type SandboxTransport,
+} from '@berth/core/backend-kit';
+import { mapDaemonError, mapEnvironmentError, startRefusal, statusOf, dockerMessage } from './docker-errors.js';
+import { spawnDockerProcess } from './exec-process.js';
+import type { DockerBackendOptions } from './options.js';
+import { dockerAuthConfig, imagePresent, pullImage } from './pull.js';
+
+export const BACKEND = 'docker';
+
+/** PID 1 of every sandbox: sleeps until killed, or until the spec's lifetime runs out. */
+function initCommand(lifetimeMs: number | undefined): string[] {
+  const body = lifetimeMs === undefined ? 'while :; do sleep 86400 & wait $!; done' : `sleep ${Math.ceil(lifetimeMs / 1000)} & wait $!`;
+  return ['/bin/sh', '-c', `trap 'exit 0' TERM INT; ${body}`];
+}
+
+/** One container, as the kit's transport: named after the environment id, so it can be found before create returns. */
+export class DockerSandbox implements SandboxTransport {
+  readonly archive: ArchiveTransport;
+  readonly #docker: Docker;
+  readonly #options: DockerBackendOptions;
+  readonly #id: string;
+  readonly #spec: EnvironmentSpec;
+  readonly #image: ImageRef;
+  readonly #auth: ImageAuth | undefined;
+
+  constructor(docker: Docker, options: DockerBackendOptions, id: string, spec: EnvironmentSpec, pull: { image: ImageRef; auth?: ImageAuth }) {
+    this.#docker = docker;
+    this.#options = options;
+    this.#id = id;
+    this.#spec = spec;
+    this.#image = pull.image;
+    this.#auth = pull.auth;
+    const container = () => this.#container;
+    this.archive = {
+      put: async (tar, signal) => {
+        await container().putArchive(tar, { path: '/', ...(signal ? { abortSignal: signal } : {}) });
+      },
+      get: async (remotePath, signal) => {
+        try {
+          return (await container().getArchive({ path: remotePath, ...(signal ? { abortSignal: signal } : {}) })) as Readable;
+        } catch (error) {
+          // The engine says 404 for a missing path and a missing container alike; the kit's
+          // liveness check tells them apart.
+          if (statusOf(error) === 404) return undefined;
+          throw error;
+        }
+      },
+    };
+  }
+
+  get #container(): Docker.Container {
+    return this.#docker.getContainer(this.#id);
+  }
+
+  #ctx(operation: Operation) {
+    return { operation, backend: BACKEND, environmentId: this.#id };
+  }
+
+  async create(ctx: CreateContext): Promise<void> {
+    await this.#ensureImage(ctx);
+    ctx.progress({ phase: 'starting', status: 'creating container' });
+    await this.#createAndRun(ctx);
+  }
+
+  async #ensureImage(ctx: CreateContext): Promise<void> {
+    const policy = this.#options.pullPolicy ?? 'if-missing';
+    if (policy !== 'always' && (await imagePresent(this.#docker, this.#image, this.#ctx('pull')))) return;
+    if (policy === 'never') throw notPresentNeverPull(this.#image.original, this.#ctx('pull'));
+    ctx.progress({ phase: 'pulling', status: `pulling ${this.#image.original}` });
+    const credential = await resolvePullCredential(this.#image, this.#auth, this.#options, { ...this.#ctx('pull'), factory: 'createDockerBackend' });
+    await pullImage(this.#docker, this.#image, dockerAuthConfig(credential), {
+      ...this.#ctx('pull'),
+      signal: ctx.signal,
+      onProgress: (p) => {
+        const share = p.total ? `: ${p.status} ${Math.round(((p.current ?? 0) / p.total) * 100)}%` : '';
+        ctx.progress({ pull: p, ...(share ? { status: `pulling ${this.#image.original}${share}` } : {}) });
+      },
+    });
+    // A pull cut short by the daemon can "finish" without the image: check.
+    if (!(await imagePresent(this.#docker, this.#image, this.#ctx('pull')))) {
+      throw new ImagePullError({
+        ...this.#ctx('pull'),
+        image: this.#image.original,
+        reason: 'transient',
+        message: `pull of ${this.#image.original} ended without the image being present`,
+      });
+    }
+  }
+
+  async #createAndRun(ctx: CreateContext): Promise<void> {
+    const { resources, network, env, workdir, mounts, timeouts } = this.#spec;
+    // Mounts, not Binds: Binds silently creates a missing host path as an empty directory.
+    const binds: Docker.MountSettings[] = mounts
+      .filter((m) => m.type === 'bind')
+      .map((m) => ({ Type: 'bind', Source: m.source, Target: m.target, ReadOnly: m.readOnly }));
+    try {
+      await this.#docker.createContainer({
+        name: this.#id,
+        Image: this.#image.canonical,
+        Entrypoint: [],
+        Cmd: initCommand(timeouts.lifetimeMs),
+        Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+        ...(workdir ? { WorkingDir: workdir } : {}),
+        Labels: { ...ctx.labels },
+        HostConfig: {
+          Init: this.#options.init ?? false,
+          ...(network === 'none' ? { NetworkMode: 'none' } : {}),
+          ...(resources.cpus ? { NanoCpus: Math.round(resources.cpus * 1e9) } : {}),
+          ...(resources.memoryMb ? { Memory: resources.memoryMb * 1024 * 1024 } : {}),
+          ...(binds.length ? { Mounts: binds } : {}),
+        },
+        ...(network === 'none' ? { NetworkDisabled: true } : {}),
+      });
+      throwIfAborted(ctx.signal, this.#ctx('start'));
+      await this.#container.start();
+      throwIfAborted(ctx.signal, this.#ctx('start'));
+      const info = await this.#container.inspect();
+      if (!info.State.Running) {
+        const logs = await this.#container.logs({ stdout: true, stderr: true, tail: 20 }).catch(() => Buffer.alloc(0));
+        throw new ConfigError({
+          ...this.#ctx('start'),
+          path: 'spec.image',
+          message: `sandbox exited right after starting (${info.State.Status}, exit ${info.State.ExitCode}): berth needs /bin/sh in the image. Output: ${logs.toString('utf8').replace(/[\x00-\x08]/g, '').slice(-500)}`,
+        });
+      }
+    } catch (error) {
+      // Deterministic refusals first: the engine reports some of them as 500s.
+      throw startRefusal(error, this.#ctx('start'), this.#image.original) ?? mapDaemonError(error, this.#ctx('start')) ?? error;
+    }
+  }
+
+  async inspect(): Promise<SandboxStatus> {
+    let state;
+    try {
+      state = (await this.#container.inspect()).State;
+    } catch (error) {
+      if (statusOf(error) === 404) return { running: false, reason: 'removed' };
+      throw error;
+    }
+    if (state.Running && !state.Paused && !state.Restarting) return { running: true };
+    const reason = state.OOMKilled ? 'OOMKilled' : `${state.Status} (exit ${state.ExitCode})`;
+    return { running: false, reason, lifetimeExpired: this.#endedByLifetime(state) };
+  }
+
+  /** berth's init exits 0 when the lifetime's sleep ends; anything earlier was something else. */
+  #endedByLifetime(state: { Status: string; ExitCode: number; StartedAt: string; FinishedAt: string }): boolean {
+    const lifetime = this.#spec.timeouts.lifetimeMs;
+    if (lifetime === undefined || state.Status !== 'exited' || state.ExitCode !== 0) return false;
+    const ran = Date.parse(state.FinishedAt) - Date.parse(state.StartedAt);
+    return Number.isFinite(ran) && ran >= lifetime - 1000;
+  }
+
+  async remove(): Promise<void> {
+    try {
+      await this.#container.remove({ force: true, v: true });
+    } catch (error) {
+      const status = statusOf(error);
+      // Already gone, or already being removed: that is what teardown wants.
+      if (status === 404 || (status === 409 && /already in progress/i.test(dockerMessage(error)))) return;
+      throw mapDaemonError(error, this.#ctx('teardown')) ?? error;
+    }
+  }
+
+  spawn(request: ProcessRequest): Promise<SandboxProcess> {
+    return spawnDockerProcess(this.#container, request);
+  }
+
+  mapError(error: unknown, operation: Operation) {
+    return mapEnvironmentError(error, this.#ctx(operation));
+  }
+}

@@ -1,0 +1,49 @@
+// What the Docker conformance runs share: the images (test/setup/setup.sh makes them) and the
+// fault hooks, made with the engine itself.
+import Docker from 'dockerode';
+import { SESSION_ID } from '@berth/core';
+import { createDockerBackend } from '@berth/backend-docker';
+import type { ConformanceOptions } from '@berth/conformance';
+
+const docker = new Docker();
+
+function statusOf(error: unknown): number | undefined {
+  const code = (error as { statusCode?: unknown } | undefined)?.statusCode;
+  return typeof code === 'number' ? code : undefined;
+}
+
+export const dockerConformance: ConformanceOptions = {
+  name: 'docker',
+  createBackend: () => createDockerBackend(),
+  images: {
+    basic: 'berth-test/busybox:latest',
+    private: {
+      ref: '127.0.0.1:5000/berth/private-busybox:latest',
+      auth: { username: 'berth', password: 'berth-test-secret' },
+    },
+    missing: '127.0.0.1:5000/berth/does-not-exist:nope',
+  },
+  specDefaults: { network: 'none' },
+  faults: {
+    // The container is named after the environment id.
+    kill: async (env) => {
+      await docker.getContainer(env.id).kill();
+    },
+    forgetImage: async (ref) => {
+      try {
+        await docker.getImage(ref).remove({ force: true });
+      } catch (error) {
+        if (statusOf(error) !== 404) throw error;
+      }
+    },
+    // BERTH_SESSION may be shared by every test process of a run (test/global-setup.ts), so the
+    // owner pid narrows the list to this process: other test files run in parallel.
+    listLeftovers: async () => {
+      const containers = await docker.listContainers({
+        all: true,
+        filters: { label: [`berth.session=${SESSION_ID}`, `berth.owner-pid=${process.pid}`] },
+      });
+      return containers.map((c) => c.Names[0]?.replace(/^\//, '') ?? c.Id);
+    },
+  },
+};

@@ -1,0 +1,29 @@
+import type { Capabilities } from '../contract.js';
+import { CapabilityError } from '../errors.js';
+import type { EnvironmentSpec } from '../spec.js';
+
+/** What to tell a user of this backend instead, per capability it lacks (e.g. 'use a bind mount of an extracted copy'). */
+export type CapabilityHints = Partial<Record<'gpus' | 'network' | 'resources.storage' | 'mounts.image' | 'mounts.bind', string>>;
+
+/**
+ * Refuse a spec that asks for what the backend says it cannot do, before any I/O: a CapabilityError
+ * beats a request silently ignored (a GPU task run without GPUs scores a fake zero).
+ */
+export function assertSupported(spec: EnvironmentSpec, capabilities: Capabilities, backend: string, hints: CapabilityHints = {}): void {
+  const refuse = (capability: keyof CapabilityHints, what: string, fallback: string) =>
+    new CapabilityError({ operation: 'config', backend, capability, message: `the ${backend} backend ${what}; ${hints[capability] ?? fallback}` });
+  if ((spec.resources.gpus ?? 0) > 0 && !capabilities.gpus) {
+    throw refuse('gpus', 'does not provide GPUs', 'use a backend that does, or set resources.gpus to 0');
+  }
+  if (!capabilities.networkModes.includes(spec.network)) {
+    throw refuse('network', `does not support network '${spec.network}'`, `use one of: ${capabilities.networkModes.join(', ')}`);
+  }
+  if (spec.resources.storageMb !== undefined && !capabilities.resourceLimits.storage) {
+    throw refuse('resources.storage', 'cannot limit storage (resources.storageMb)', 'leave it unset for this backend');
+  }
+  for (const mount of spec.mounts) {
+    if (!capabilities.mounts.includes(mount.type)) {
+      throw refuse(`mounts.${mount.type}`, `cannot make ${mount.type} mounts (${mount.target})`, 'remove the mount or use a backend that supports it');
+    }
+  }
+}

@@ -1,0 +1,291 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EventEmitter } from 'eventemitter3';
+import { cancelledFrom, raceAbort, throwIfAborted } from '../abort.js';
+import type { Environment, EnvironmentEvents, EnvironmentPhase, ExecOptions, ExecResult, TransferOptions, TransferStats } from '../contract.js';
+import {
+  BackendUnavailableError,
+  BerthError,
+  CancelledError,
+  ConfigError,
+  SandboxLostError,
+  StartupTimeoutError,
+  TaskFailure,
+  type Operation,
+} from '../errors.js';
+import { sandboxLabels } from '../labels.js';
+import { DEFAULT_STARTUP_MS, type EnvironmentSpec } from '../spec.js';
+import type { CreationLimiter } from './creation-limiter.js';
+import { execArgv, runProcess } from './run-process.js';
+import { Transfers, type TransferMode } from './transfers.js';
+import type { SandboxTransport, StartProgress } from './transport.js';
+
+export interface SandboxEnvironmentOptions {
+  /** The backend's name, as errors report it. */
+  backend: string;
+  id: string;
+  spec: EnvironmentSpec;
+  transport: SandboxTransport;
+  /** The backend's own labels, merged under berth's. */
+  labels?: Readonly<Record<string, string>>;
+  /** Shared by every environment of one backend instance. */
+  limiter?: CreationLimiter;
+  /** 'native' uses the transport's archive API when it has one (the default); 'exec' forces tar over exec. */
+  transfers?: TransferMode;
+}
+
+/** How long a failed start waits for the transport's create to settle before removing what it made. */
+const START_SETTLE_MS = 5000;
+/** When a command was killed from outside, how long the backend may take to agree the sandbox died. */
+const LOSS_SETTLE_MS = 1000;
+
+/**
+ * A full `Environment` over a backend's `SandboxTransport`: the lifecycle (phases, a startup
+ * deadline that covers hung calls, idempotent and retryable teardown, lifetime expiry), exec
+ * semantics, transfers, and the classification of every failure. Backends construct it in
+ * `environment(spec)`; see the "Writing a backend" section of @berth/core's README.
+ */
+export class SandboxEnvironment implements Environment {
+  readonly id: string;
+  readonly backend: string;
+  readonly spec: EnvironmentSpec;
+  readonly events = new EventEmitter<EnvironmentEvents>();
+  readonly #transport: SandboxTransport;
+  readonly #options: SandboxEnvironmentOptions;
+  readonly #transfers: Transfers;
+  #phase: EnvironmentPhase = 'created';
+  #starting: Promise<void> | undefined;
+  #teardown: Promise<void> | undefined;
+  #lostReason: string | undefined;
+  #lifetimeExceeded = false;
+  /** teardown() was called: no operation may start, whatever came of the removal. */
+  #closed = false;
+
+  constructor(options: SandboxEnvironmentOptions) {
+    this.id = options.id;
+    this.backend = options.backend;
+    this.spec = options.spec;
+    this.#transport = options.transport;
+    this.#options = options;
+    this.#transfers = new Transfers(this.#transport, options.transfers ?? 'native', {
+      ctx: (op) => this.#ctx(op),
+      ensureUsable: (op) => this.#usable(op),
+      checkAlive: (op) => this.#checkAlive(op),
+      closed: () => this.#closed,
+      interrupted: (op, cause) => this.#interruptedByTeardown(op, cause),
+    });
+  }
+
+  get phase(): EnvironmentPhase {
+    return this.#phase;
+  }
+
+  #setPhase(phase: EnvironmentPhase, detail?: string): void {
+    this.#phase = phase;
+    this.events.emit('phase', phase, detail);
+  }
+
+  #ctx(operation: Operation) {
+    return { operation, backend: this.backend, environmentId: this.id };
+  }
+
+  // ----------------------------------------------------------------------------- lifecycle
+
+  start(opts: { signal?: AbortSignal } = {}): Promise<void> {
+    if (this.#closed) return Promise.reject(this.#tornDown('start'));
+    this.#starting ??= this.#start(opts.signal);
+    return this.#starting;
+  }
+
+  async #start(signal: AbortSignal | undefined): Promise<void> {
+    const timeoutMs = this.spec.timeouts.startupMs ?? DEFAULT_STARTUP_MS;
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const stop = signal ? AbortSignal.any([signal, deadline]) : deadline;
+    let lastStatus = 'created';
+    const progress = (update: StartProgress) => {
+      if (update.status) lastStatus = update.status;
+      if (update.phase) this.#setPhase(update.phase);
+      if (update.pull) this.events.emit('pull', update.pull);
+    };
+    const labels = sandboxLabels(this.id, this.spec.labels, this.#options.labels);
+    const create = () => this.#transport.create({ labels, signal: stop, progress });
+    const work = (async () => {
+      throwIfAborted(signal, this.#ctx('start'));
+      await (this.#options.limiter ? this.#options.limiter.run(create, stop) : create());
+    })();
+    try {
+      await raceAbort(work, stop);
+      this.#setPhase('running');
+    } catch (error) {
+      this.#setPhase('failed', error instanceof Error ? error.message : String(error));
+      // The work may still create the sandbox after we gave up: remove it once it settles.
+      const settled = new AbortController();
+      await Promise.race([work.catch(() => undefined), sleep(START_SETTLE_MS, undefined, { signal: settled.signal }).catch(() => undefined)]);
+      settled.abort();
+      await this.#transport.remove().catch(() => undefined);
+      if (signal?.aborted) throw cancelledFrom(signal, this.#ctx('start'));
+      const mapped = BerthError.isInstance(error) ? error : (this.#transport.mapError(error, 'start') ?? error);
+      // Out of time: unless the failure was already a definite, permanent one, say so.
+      const definite = BerthError.isInstance(mapped) && !CancelledError.isInstance(mapped) && mapped.category === 'permanent_infra';
+      if (deadline.aborted && !definite) {
+        throw new StartupTimeoutError({
+          ...this.#ctx('start'),
+          timeoutMs,
+          lastStatus,
+          message: `sandbox did not start within ${timeoutMs} ms (last status: ${lastStatus})`,
+          cause: error,
+        });
+      }
+      throw mapped;
+    }
+  }
+
+  async teardown(_opts: { signal?: AbortSignal } = {}): Promise<void> {
+    this.#closed = true;
+    this.#teardown ??= (async () => {
+      // Let an in-flight start finish (or fail) first, so its sandbox is not left behind.
+      if (this.#starting) await this.#starting.catch(() => undefined);
+      this.#setPhase('stopping');
+      try {
+        await this.#transport.remove();
+      } catch (error) {
+        throw BerthError.isInstance(error) ? error : (this.#transport.mapError(error, 'teardown') ?? error);
+      }
+      this.#setPhase('stopped');
+    })();
+    try {
+      await this.#teardown;
+    } catch (error) {
+      // The backend failed to remove it (a restart, a 500): let a later teardown() try again.
+      this.#teardown = undefined;
+      throw error;
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.teardown();
+  }
+
+  // ----------------------------------------------------------------------------- state checks
+
+  #tornDown(operation: Operation): ConfigError {
+    return new ConfigError({ ...this.#ctx(operation), message: `environment ${this.id} was torn down; ${operation} needs a new environment` });
+  }
+
+  #usable(operation: Operation): void {
+    if (this.#closed) throw this.#tornDown(operation);
+    if (this.#lostReason) throw this.#lost(operation, this.#lostReason);
+    if (this.#phase !== 'running') {
+      throw new ConfigError({ ...this.#ctx(operation), message: `environment ${this.id} is not running (phase ${this.#phase}): call start() first` });
+    }
+  }
+
+  /** teardown() ran while an operation was in flight: the caller's own doing, so cancelled. */
+  #interruptedByTeardown(operation: Operation, cause?: unknown): CancelledError {
+    return new CancelledError({ ...this.#ctx(operation), message: `environment ${this.id} was torn down while ${operation} was running`, cause });
+  }
+
+  #lost(operation: Operation, reason: string, cause?: unknown): SandboxLostError | TaskFailure {
+    // The sandbox ended because the task outlived timeouts.lifetimeMs: the task's doing, and a
+    // retry would only run out of time again.
+    if (this.#lifetimeExceeded) {
+      return new TaskFailure({
+        ...this.#ctx(operation),
+        kind: 'LifetimeExceeded',
+        message: `sandbox ${this.id} reached its lifetime of ${this.spec.timeouts.lifetimeMs} ms during ${operation}`,
+        cause,
+      });
+    }
+    return new SandboxLostError({ ...this.#ctx(operation), message: `sandbox ${this.id} was lost during ${operation}: ${reason}`, lastState: reason, cause });
+  }
+
+  #markLost(reason: string): void {
+    // A sandbox removed by our own teardown is not lost: the caller asked for it.
+    if (this.#lostReason || this.#closed) return;
+    this.#lostReason = reason;
+    this.#setPhase('lost', reason);
+    this.events.emit('lost', reason);
+  }
+
+  /**
+   * Ask the backend whether the sandbox is still alive; marks it lost if not. `settleMs` polls a
+   * little: when a sandbox is killed, its processes end a moment before the backend says so.
+   */
+  async #checkAlive(operation: Operation, settleMs = 0, cause?: unknown): Promise<SandboxLostError | TaskFailure | undefined> {
+    if (this.#lostReason) return this.#lost(operation, this.#lostReason, cause);
+    const deadline = Date.now() + settleMs;
+    for (;;) {
+      let status;
+      try {
+        status = await this.#transport.inspect();
+      } catch (error) {
+        throw BerthError.isInstance(error) ? error : (this.#transport.mapError(error, operation) ?? error);
+      }
+      if (!status.running) {
+        this.#lifetimeExceeded ||= status.lifetimeExpired === true;
+        this.#markLost(status.reason);
+        return this.#lost(operation, status.reason, cause);
+      }
+      if (Date.now() >= deadline) return undefined;
+      await sleep(25);
+    }
+  }
+
+  /** A failed call: mapped by the backend; a sandbox it says is gone is asked how it ended. */
+  async #mapError(error: unknown, operation: Operation): Promise<unknown> {
+    const mapped = BerthError.isInstance(error) ? error : this.#transport.mapError(error, operation);
+    if (mapped && SandboxLostError.isInstance(mapped)) {
+      // A lifetime that ran out is not a loss: the backend's state says which.
+      const seen = await this.#checkAlive(operation, 0, error).catch(() => undefined);
+      if (seen) return seen;
+      this.#markLost(mapped.lastState ?? 'gone');
+    }
+    return mapped ?? error;
+  }
+
+  // ----------------------------------------------------------------------------- exec
+
+  async exec(command: string | readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
+    this.#usable('exec');
+    const argv = execArgv(command, opts, this.#ctx('exec'));
+    throwIfAborted(opts.signal, this.#ctx('exec'));
+    let outcome;
+    try {
+      outcome = await runProcess(this.#transport, argv, opts);
+    } catch (error) {
+      if (this.#closed) throw this.#interruptedByTeardown('exec', error);
+      throw await this.#mapError(error, 'exec');
+    }
+    if (this.#closed) throw this.#interruptedByTeardown('exec');
+    if (outcome.suspicious || outcome.cancelled) {
+      // Killed by a signal from outside (137/143) or cut off: give the backend a moment to agree.
+      const code = outcome.result.exitCode;
+      const lost = await this.#checkAlive('exec', code === 137 || code === 143 || code < 0 ? LOSS_SETTLE_MS : 0);
+      if (lost) throw lost;
+    }
+    if (outcome.cancelled) throw cancelledFrom(opts.signal!, this.#ctx('exec'));
+    // Alive, yet the backend never said how the command ended: that is the backend's failure, not
+    // an exit code for the task to be judged by. (A timeout is still the task's: it ran too long.)
+    if (outcome.exitUnknown && !outcome.result.timedOut) {
+      throw new BackendUnavailableError({ ...this.#ctx('exec'), message: `the ${this.backend} backend never reported how the command ended in ${this.id}` });
+    }
+    return outcome.result;
+  }
+
+  // ----------------------------------------------------------------------------- transfers
+
+  uploadFile(localPath: string, remotePath: string, opts: TransferOptions = {}): Promise<void> {
+    return this.#transfers.uploadFile(localPath, remotePath, opts);
+  }
+
+  uploadDir(localDir: string, remoteDir: string, opts: TransferOptions = {}): Promise<TransferStats> {
+    return this.#transfers.uploadDir(localDir, remoteDir, opts);
+  }
+
+  downloadFile(remotePath: string, localPath: string, opts: TransferOptions = {}): Promise<void> {
+    return this.#transfers.downloadFile(remotePath, localPath, opts);
+  }
+
+  downloadDir(remoteDir: string, localDir: string, opts: TransferOptions = {}): Promise<TransferStats> {
+    return this.#transfers.downloadDir(remoteDir, localDir, opts);
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * @berth/core/backend-kit: what a backend author needs. A backend supplies a `SandboxTransport`
+ * per environment and wraps it in a `SandboxEnvironment`; the kit does the rest. See the
+ * "Writing a backend" section of @berth/core's README.
+ */
+export { SandboxEnvironment, type SandboxEnvironmentOptions } from './environment.js';
+export type {
+  ArchiveTransport,
+  CreateContext,
+  ProcessExit,
+  ProcessRequest,
+  SandboxProcess,
+  SandboxStatus,
+  SandboxTransport,
+  StartProgress,
+} from './transport.js';
+export type { TransferMode } from './transfers.js';
+export { CreationLimiter, type CreationLimits } from './creation-limiter.js';
+export { assertSupported, type CapabilityHints } from './capabilities.js';
+export { pullFailure, notPresentNeverPull, type PullFailureContext } from './pull-failure.js';
+export {
+  checkPullAuth,
+  resolvePullCredential,
+  type AwsAuth,
+  type PullAuthContext,
+  type PullCredential,
+  type PullCredentialSources,
+  type RegistrySecret,
+} from './registry-auth.js';
+export { isOrphan, processAlive, type OrphanQuery } from './sweep-rule.js';
+export { preflightFailure, startAndCleanUp } from './backend-helpers.js';
+export { cancelledFrom, raceAbort, throwIfAborted } from '../abort.js';
+export { registerSecret } from '../redact.js';
+export { parseEnvironmentSpec, DEFAULT_STARTUP_MS } from '../spec.js';
+export { mirrorImage, type MirroredImage } from '../image-ref.js';
+export {
+  LABEL_CREATED,
+  LABEL_ENVIRONMENT,
+  LABEL_MANAGED,
+  LABEL_OWNER_HOST,
+  LABEL_OWNER_PID,
+  LABEL_SESSION,
+  SESSION_ID,
+  newEnvironmentId,
+  sandboxLabels,
+} from '../labels.js';
+export { SPECIFICATION_VERSION } from '../contract.js';

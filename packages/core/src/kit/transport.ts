@@ -1,0 +1,107 @@
+import type { Readable, Writable } from 'node:stream';
+import type { PullProgress } from '../contract.js';
+import type { BerthError, Operation } from '../errors.js';
+
+/**
+ * What a backend supplies for one sandbox: a small transport over its own API. The kit's
+ * `SandboxEnvironment` turns it into a full `Environment` (lifecycle, exec semantics, transfers,
+ * liveness and error classification), so every backend behaves the same.
+ *
+ * One transport object serves one environment; it is made by the backend's `environment()` and
+ * knows the environment's id and spec from there.
+ */
+export interface SandboxTransport {
+  /**
+   * Make the sandbox exist and run: pull the image, create, start. Resolve once commands can run
+   * in it. Honour `ctx.signal` (the caller's abort or the startup deadline): abort calls in flight
+   * where the API allows; the kit stops waiting either way and calls `remove()` afterwards.
+   * Reject with a BerthError where the failure is known (a pull refused, a spec the API refused).
+   */
+  create(ctx: CreateContext): Promise<void>;
+  /** What the backend says of the sandbox now. A sandbox that no longer exists is `running: false`. */
+  inspect(): Promise<SandboxStatus>;
+  /** Remove the sandbox and what it owns. Must succeed when it is already gone, or was never made. */
+  remove(): Promise<void>;
+  /** Start one process in the sandbox. Reject when it could not be started (a native error is fine). */
+  spawn(request: ProcessRequest): Promise<SandboxProcess>;
+  /**
+   * Map a native error of any call above to berth's taxonomy: the API unreachable or failing
+   * (BackendUnavailableError), berth's credentials refused (BackendAuthError), the sandbox gone
+   * (SandboxLostError; the kit then asks `inspect()` how it ended). Undefined when unknown.
+   */
+  mapError(error: unknown, operation: Operation): BerthError | undefined;
+  /** A native, faster way to move tar archives in and out, if the backend has one. */
+  readonly archive?: ArchiveTransport;
+}
+
+export interface CreateContext {
+  /** Berth's labels (managed, session, environment, owner) merged over the spec's and the backend's. */
+  readonly labels: Readonly<Record<string, string>>;
+  /** Fires on the caller's abort or the startup deadline. */
+  readonly signal: AbortSignal;
+  /** Say what is happening: a phase change, a status (kept as StartupTimeoutError.lastStatus), pull progress. */
+  progress(update: StartProgress): void;
+}
+
+export interface StartProgress {
+  phase?: 'pulling' | 'starting';
+  status?: string;
+  pull?: PullProgress;
+}
+
+export type SandboxStatus =
+  | { running: true }
+  | {
+      running: false;
+      /** What was seen, e.g. 'exited (137)', 'OOMKilled', 'Evicted', 'removed'. */
+      reason: string;
+      /** The sandbox ended because it reached `timeouts.lifetimeMs` (the task's doing, not a loss). */
+      lifetimeExpired?: boolean;
+    };
+
+export interface ProcessRequest {
+  /** An exact argv; the kit adds `sh -c` for shell strings. */
+  argv: readonly string[];
+  /** The whole environment to add for this process (spec env is the backend's business). */
+  env: Readonly<Record<string, string>>;
+  cwd?: string;
+  /** Attach a stdin the kit will write to and close. */
+  stdin: boolean;
+  /** Run as root where the backend can choose the user (the tree killer, transfers over exec). */
+  asRoot?: boolean;
+}
+
+export interface SandboxProcess {
+  /** Present when requested. Writes must apply backpressure; `end()` closes the process's stdin. */
+  readonly stdin?: Writable;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /**
+   * Settles once stdout and stderr have ended: how the process ended, or a rejection when the
+   * transport failed (a connection error). The kit reads it after the output, so nothing is lost.
+   */
+  readonly exit: Promise<ProcessExit>;
+  /**
+   * The process's PID inside the sandbox, if the transport can tell. The tree killer then also
+   * kills it by PID, which catches commands that cleared their environment (env -i, sudo).
+   */
+  pid?(): Promise<string | undefined>;
+  /** Stop waiting on this process: drop the connection. Output then ends and `exit` settles soon. */
+  abandon(): void;
+}
+
+export interface ProcessExit {
+  /** null when the backend never said how the process ended. */
+  code: number | null;
+  /** The signal that ended it, if the backend reports one. */
+  signal?: string;
+  /** The connection ended abnormally (a frame cut off): the kit checks whether the sandbox lives. */
+  interrupted?: boolean;
+}
+
+export interface ArchiveTransport {
+  /** Extract a tar stream at '/' in the sandbox (entry names are relative to '/'). */
+  put(tar: Readable, signal?: AbortSignal): Promise<void>;
+  /** A tar of `remotePath`, entries under its basename; undefined when the path does not exist. */
+  get(remotePath: string, signal?: AbortSignal): Promise<Readable | undefined>;
+}

@@ -1,0 +1,24 @@
+import type { BackoffOptions } from './types.js';
+
+/** Backoff options with every default filled in. */
+export type Backoff = Required<BackoffOptions>;
+
+export const BACKOFF_DEFAULTS: Readonly<Backoff> = { initialMs: 1000, maxMs: 60_000, multiplier: 2, jitter: 0.5 };
+
+export function resolveBackoff(options?: BackoffOptions): Backoff {
+  return { ...BACKOFF_DEFAULTS, ...options };
+}
+
+/**
+ * The wait before the next attempt of a task that has used `counted` attempts: exponential from
+ * initialMs, capped at maxMs, then up to `jitter` of it randomised away so that tasks that failed
+ * together do not all retry together. Never sooner than `retryAfterMs`: a server that said when to
+ * come back knows better than the formula.
+ *
+ * @param random a number in [0, 1); each call takes exactly one draw.
+ */
+export function retryDelayMs(counted: number, backoff: Backoff, random: () => number, retryAfterMs?: number): number {
+  const base = Math.min(backoff.maxMs, backoff.initialMs * Math.pow(backoff.multiplier, Math.max(0, counted - 1)));
+  const jittered = base * (1 - backoff.jitter * random());
+  return Math.round(Math.max(jittered, retryAfterMs ?? 0));
+}

@@ -1,0 +1,74 @@
+// A SandboxTransport whose "sandbox" is this machine: processes are real child processes, so the
+// kit's exec semantics and tar-over-exec transfers can be tested without any engine. Only used with
+// paths under a temporary directory. `faults` lets a test cut a transfer short, as a flaky
+// connection would.
+import { spawn } from 'node:child_process';
+import { Transform, type Writable } from 'node:stream';
+import type { ProcessRequest, SandboxProcess, SandboxStatus, SandboxTransport } from '../../src/kit/transport.js';
+
+export interface LocalFaults {
+  /** Stop forwarding stdin after this many bytes (and close it), like a connection that drops the rest. */
+  stdinLimit?: number;
+  /** PATH for spawned processes (e.g. one without tar). */
+  path?: string;
+  running?: boolean;
+}
+
+export class LocalTransport implements SandboxTransport {
+  readonly faults: LocalFaults;
+  readonly spawned: ProcessRequest[] = [];
+
+  constructor(faults: LocalFaults = {}) {
+    this.faults = faults;
+  }
+
+  async create(): Promise<void> {}
+
+  async inspect(): Promise<SandboxStatus> {
+    return this.faults.running === false ? { running: false, reason: 'stopped by the test' } : { running: true };
+  }
+
+  async remove(): Promise<void> {}
+
+  async spawn(request: ProcessRequest): Promise<SandboxProcess> {
+    this.spawned.push(request);
+    const child = spawn(request.argv[0]!, request.argv.slice(1), {
+      env: { PATH: this.faults.path ?? process.env.PATH ?? '/usr/bin:/bin', ...request.env },
+      ...(request.cwd ? { cwd: request.cwd } : {}),
+      stdio: [request.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    });
+    const exit = new Promise<{ code: number | null; signal?: string }>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('close', (code, signal) => resolve(signal ? { code: code ?? 128 + 9, signal } : { code }));
+    });
+    let stdin: Writable | undefined = child.stdin ?? undefined;
+    const limit = this.faults.stdinLimit;
+    if (stdin && limit !== undefined) {
+      const sink = stdin;
+      let passed = 0;
+      const cut = new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          const room = Math.max(0, limit - passed);
+          passed += chunk.length;
+          done(null, room > 0 ? chunk.subarray(0, room) : undefined);
+        },
+      });
+      cut.pipe(sink);
+      sink.on('error', () => undefined);
+      stdin = cut;
+    }
+    return {
+      ...(stdin ? { stdin } : {}),
+      stdout: child.stdout!,
+      stderr: child.stderr!,
+      exit,
+      pid: async () => (child.pid === undefined ? undefined : String(child.pid)),
+      // Stop waiting: end the process berth started (by its PID, through the handle).
+      abandon: () => void child.kill('SIGKILL'),
+    };
+  }
+
+  mapError(): undefined {
+    return undefined;
+  }
+}
