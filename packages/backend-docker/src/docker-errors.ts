@@ -6,6 +6,7 @@ import {
   SandboxLostError,
   type Operation,
 } from '@berth/core';
+import { unreachableApi } from '@berth/core/backend-kit';
 
 /** What docker-modem attaches to a failed API call. */
 export interface DockerApiError extends Error {
@@ -36,8 +37,6 @@ export function statusOf(error: unknown): number | undefined {
   return typeof code === 'number' ? code : undefined;
 }
 
-const UNREACHABLE_CODES = new Set(['ENOENT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND']);
-
 /** Daemon-level failures every call can hit: unreachable daemon, no permission, 5xx. */
 export function mapDaemonError(error: unknown, ctx: ErrorContext): BerthError | undefined {
   if (BerthError.isInstance(error)) return error;
@@ -49,13 +48,8 @@ export function mapDaemonError(error: unknown, ctx: ErrorContext): BerthError | 
       cause: error,
     });
   }
-  if (typeof e?.code === 'string' && UNREACHABLE_CODES.has(e.code)) {
-    return new BackendUnavailableError({
-      ...ctx,
-      message: `the Docker daemon is unreachable (${e.code}); is dockerd running and DOCKER_HOST right?`,
-      cause: error,
-    });
-  }
+  const unreachable = unreachableApi(error, { ...ctx, what: 'the Docker daemon', hint: 'is dockerd running and DOCKER_HOST right?' });
+  if (unreachable) return unreachable;
   const status = statusOf(error);
   // The engine answers 500 for some deterministic refusals too (a tar that cannot be applied):
   // those are not an unavailable daemon, and retrying them cannot help.

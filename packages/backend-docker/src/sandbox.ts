@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { ConfigError, ImagePullError, type EnvironmentSpec, type ImageAuth, type ImageRef, type Operation } from '@berth/core';
 import {
+  keepAliveCommand,
   notPresentNeverPull,
   resolvePullCredential,
   throwIfAborted,
@@ -18,12 +19,6 @@ import type { DockerBackendOptions } from './options.js';
 import { dockerAuthConfig, imagePresent, pullImage } from './pull.js';
 
 export const BACKEND = 'docker';
-
-/** PID 1 of every sandbox: sleeps until killed, or until the spec's lifetime runs out. */
-function initCommand(lifetimeMs: number | undefined): string[] {
-  const body = lifetimeMs === undefined ? 'while :; do sleep 86400 & wait $!; done' : `sleep ${Math.ceil(lifetimeMs / 1000)} & wait $!`;
-  return ['/bin/sh', '-c', `trap 'exit 0' TERM INT; ${body}`];
-}
 
 /** One container, as the kit's transport: named after the environment id, so it can be found before create returns. */
 export class DockerSandbox implements SandboxTransport {
@@ -110,7 +105,7 @@ export class DockerSandbox implements SandboxTransport {
         name: this.#id,
         Image: this.#image.canonical,
         Entrypoint: [],
-        Cmd: initCommand(timeouts.lifetimeMs),
+        Cmd: keepAliveCommand(timeouts.lifetimeMs),
         Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
         ...(workdir ? { WorkingDir: workdir } : {}),
         Labels: { ...ctx.labels },
@@ -154,7 +149,7 @@ export class DockerSandbox implements SandboxTransport {
     return { running: false, reason, lifetimeExpired: this.#endedByLifetime(state) };
   }
 
-  /** berth's init exits 0 when the lifetime's sleep ends; anything earlier was something else. */
+  /** The keep-alive exits 0 when the lifetime's sleep ends; anything earlier was something else. */
   #endedByLifetime(state: { Status: string; ExitCode: number; StartedAt: string; FinishedAt: string }): boolean {
     const lifetime = this.#spec.timeouts.lifetimeMs;
     if (lifetime === undefined || state.Status !== 'exited' || state.ExitCode !== 0) return false;

@@ -193,6 +193,22 @@ describe('kit lifecycle', () => {
     expect(removed).toBe(1);
   }, 15_000);
 
+  it('a start that fails leaves no timer running and removes what it made', async () => {
+    let removed = 0;
+    const refusing = Object.assign(new LocalTransport(), {
+      create: async () => {
+        throw new ConfigError({ message: 'the spec is wrong', path: 'spec.image' });
+      },
+      remove: async () => void removed++,
+    });
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    const error = await environment(refusing).start().catch((e: unknown) => e);
+    expect(ConfigError.isInstance(error)).toBe(true);
+    expect(removed).toBe(1);
+    expect(timers()).toBe(before);
+  });
+
   it('a teardown that failed can be retried', async () => {
     let attempts = 0;
     const flaky = Object.assign(new LocalTransport(), {

@@ -27,6 +27,8 @@ export {
   type PullCredentialSources,
   type RegistrySecret,
 } from './registry-auth.js';
+export { keepAliveCommand } from './keep-alive.js';
+export { unreachableApi } from './network-errors.js';
 export { isOrphan, processAlive, type OrphanQuery } from './sweep-rule.js';
 export { preflightFailure, startAndCleanUp } from './backend-helpers.js';
 export { cancelledFrom, raceAbort, throwIfAborted } from '../abort.js';
