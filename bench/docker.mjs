@@ -43,6 +43,9 @@ const BIG_MIB = intFromEnv('BENCH_BIG_MIB', 200);
 /** RSS sampling period during transfers. */
 const SAMPLE_MS = intFromEnv('BENCH_SAMPLE_MS', 5);
 const IMAGE = process.env.BENCH_IMAGE || 'berth-test/busybox:latest';
+/** 'native' (the engine's archive API, the default) or 'exec' (the kit's tar over exec, as Kubernetes and Modal transfer). */
+const TRANSFERS = process.env.BENCH_TRANSFERS || 'native';
+if (!['native', 'exec'].includes(TRANSFERS)) throw new Error(`BENCH_TRANSFERS must be native or exec, got "${TRANSFERS}"`);
 
 const RUN_ID = `${process.pid}-${Date.now().toString(36)}`;
 /** On every container this script makes, whichever way it makes it. The run label drives the final sweep. */
@@ -166,7 +169,7 @@ async function alternate(label, contenders, reps) {
 // ------------------------------------------------------------------------------------ cleanup
 
 const docker = new Docker();
-const backend = createDockerBackend({ pullPolicy: 'never' });
+const backend = createDockerBackend({ pullPolicy: 'never', transfers: TRANSFERS });
 const owned = { envs: new Set(), cli: new Set(), dockerode: new Set(), dirs: new Set() };
 let cleaning;
 let interrupted = false;
@@ -254,6 +257,7 @@ async function main() {
   });
   const { stdout: versions } = await run('docker', ['version', '--format', 'client {{.Client.Version}}, engine {{.Server.Version}}']);
   log(`berth Docker bench: run ${RUN_ID}, ${versions.trim()}, node ${process.version}, gc ${gc ? 'exposed' : 'NOT exposed'}`);
+  log(`berth transfers: ${TRANSFERS}`);
   log(`reps: start ${START_REPS}, exec ${EXEC_REPS}, transfers ${TRANSFER_REPS} (+${WARMUP} untimed warm-up each; transfer warm-ups move the 1/10-size fixtures)`);
 
   // 1. start + teardown ------------------------------------------------------------------------

@@ -41,7 +41,8 @@ export async function spawnDockerProcess(container: Docker.Container, request: P
     Tty: false,
     Env: Object.entries(request.env).map(([k, v]) => `${k}=${v}`),
     ...(request.cwd ? { WorkingDir: request.cwd } : {}),
-    ...(request.asRoot ? { User: 'root' } : {}),
+    // By uid, not name: an image without /etc/passwd cannot resolve 'root'.
+    ...(request.asRoot ? { User: '0:0' } : {}),
   });
   const socket = (await exec.start({ hijack: true, stdin: request.stdin })) as Duplex;
   const stdout = new PassThrough();

@@ -89,6 +89,47 @@ describe('docker backend specifics', () => {
     }
   });
 
+  it('transfers over exec into an image without tar are a ConfigError that says so; the archive API still works', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'berth-notar-'));
+    const root = join(dir, 'root');
+    // busybox's own sh finds its tar applet without any link, so the shell here is the host's dash
+    // (with the libraries it loads), and the other tools are busybox applets: everything but tar.
+    execFileSync('mkdir', ['-p', join(root, 'bin'), join(root, 'tmp'), join(root, 'proc')]);
+    execFileSync('cp', ['/bin/busybox', '/bin/dash', join(root, 'bin')]);
+    execFileSync('ln', ['-s', 'dash', join(root, 'bin', 'sh')]);
+    for (const lib of execFileSync('ldd', ['/bin/dash']).toString().match(/\/\S+\.so[.\d]*/g) ?? []) {
+      execFileSync('cp', ['--parents', '-L', lib, root]);
+    }
+    for (const applet of ['sleep', 'cat', 'kill', 'mkdir', 'mktemp', 'mkfifo', 'tee', 'wc', 'rm', 'dirname', 'basename']) {
+      execFileSync('ln', ['-s', 'busybox', join(root, 'bin', applet)]);
+    }
+    execFileSync('tar', ['-C', root, '-cf', join(dir, 'root.tar'), '.']);
+    execFileSync('docker', ['import', join(dir, 'root.tar'), 'berth-test/no-tar:latest'], { stdio: 'ignore' });
+    await writeFile(join(dir, 'f.txt'), 'x');
+    try {
+      const viaExec = await createDockerBackend({ transfers: 'exec' }).start({ image: 'berth-test/no-tar:latest', network: 'none' });
+      envs.push(viaExec);
+      const error = await viaExec.uploadFile(join(dir, 'f.txt'), '/tmp/f.txt').catch((e: unknown) => e);
+      expect(ConfigError.isInstance(error), String(error)).toBe(true);
+      expect((error as ConfigError).message).toMatch(/no tar/);
+      expect(error).toMatchObject({ path: 'spec.image', operation: 'upload', retryable: false });
+      // No /etc/passwd here either: the tree killer runs as uid 0, not as the name 'root'.
+      const timed = await viaExec.exec('sleep 51 & sleep 52', { timeoutMs: 300 });
+      expect(timed.timedOut).toBe(true);
+      const procs = (await viaExec.exec('for p in /proc/[0-9]*; do cat $p/cmdline; echo; done')).stdout;
+      expect(procs).not.toMatch(/sleep5[12]/);
+      await viaExec.teardown();
+      const native = await createDockerBackend().start({ image: 'berth-test/no-tar:latest', network: 'none' });
+      envs.push(native);
+      await native.uploadFile(join(dir, 'f.txt'), '/tmp/f.txt');
+      expect((await native.exec('cat /tmp/f.txt')).stdout).toBe('x');
+      await native.teardown();
+    } finally {
+      await docker.getImage('berth-test/no-tar:latest').remove({ force: true }).catch(() => undefined);
+      await rm(dir, { recursive: true });
+    }
+  });
+
   it('teardown during start leaves nothing behind', async () => {
     const env = createDockerBackend().environment({ image: BASIC, network: 'none' });
     const starting = env.start();

@@ -95,7 +95,8 @@ export async function uploadOverExec(transport: SandboxTransport, tar: Readable)
     if (received >= 0 && received !== sent) {
       throw new RemoteTarFailure('short', `the sandbox received ${received} of ${sent} bytes`);
     }
-    if (exit.code !== 0) throw failureFor(exit.code, stderr);
+    // A runtime that could not start the process at all may say why on stdout.
+    if (exit.code !== 0) throw failureFor(exit.code, stderr.trim() ? stderr : stdout);
     if (received !== sent) {
       throw new RemoteTarFailure('short', `the sandbox received ${received < 0 ? 'an unknown number of' : received} of ${sent} bytes`);
     }
