@@ -1,24 +1,16 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from './types.js';
 
 function abortError(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('The operation was aborted', 'AbortError');
 }
 
-/** Wall-clock time and real timers. */
+/** Wall-clock time and real timers. A sleep cut short rejects with the signal's own reason. */
 export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
-    new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(abortError(signal));
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, Math.max(0, ms));
-      const onAbort = () => {
-        clearTimeout(timer);
-        reject(abortError(signal!));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
+    sleep(Math.max(0, ms), undefined, signal ? { signal } : {}).catch((error: unknown) => {
+      throw signal?.aborted ? abortError(signal) : error;
     }),
 };
 
