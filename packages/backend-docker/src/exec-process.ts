@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { PassThrough, Writable, type Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
-import type { ProcessExit, ProcessRequest, SandboxProcess } from '@berth/core/backend-kit';
+import { raceAbort, type ProcessExit, type ProcessRequest, type SandboxProcess } from '@berth/core/backend-kit';
 import { DockerStreamDemuxer } from './demux.js';
 
 /**
@@ -21,11 +21,21 @@ async function sandboxPid(exec: Docker.Exec): Promise<string | undefined> {
   }
 }
 
-/** The attach stream can end a moment before the engine records the exit code: ask a few times. */
+/** How long the engine may take to say how a command ended, after its output ended. */
+const EXIT_CODE_WAIT_MS = 10_000;
+
+/**
+ * The attach stream can end a moment before the engine records the exit code: ask a few times.
+ * null when the engine never says (or stalls): the kit then asks whether the sandbox lives.
+ */
 async function exitCodeOf(exec: Docker.Exec): Promise<number | null> {
-  for (let i = 0; i < 100; i++) {
-    const info = await exec.inspect();
-    if (!info.Running) return info.ExitCode;
+  const deadline = AbortSignal.timeout(EXIT_CODE_WAIT_MS);
+  for (let i = 0; i < 100 && !deadline.aborted; i++) {
+    const info = await raceAbort(exec.inspect(), deadline).catch((error: unknown) => {
+      if (deadline.aborted) return undefined;
+      throw error;
+    });
+    if (info && !info.Running) return info.ExitCode;
     await sleep(i < 10 ? 5 : 50);
   }
   return null;
@@ -47,7 +57,14 @@ export async function spawnDockerProcess(container: Docker.Container, request: P
   const socket = (await exec.start({ hijack: true, stdin: request.stdin })) as Duplex;
   const stdout = new PassThrough();
   const stderr = new PassThrough();
-  const demux = new DockerStreamDemuxer((which, payload) => (which === 'stdout' ? stdout : stderr).write(payload));
+  // Output waits for its reader: a slow consumer pauses the connection instead of filling memory.
+  const demux = new DockerStreamDemuxer((which, payload) => {
+    const target = which === 'stdout' ? stdout : stderr;
+    if (!target.write(payload)) {
+      socket.pause();
+      target.once('drain', () => socket.resume());
+    }
+  });
   const ended = new Promise<void>((resolve, reject) => {
     socket.on('data', (chunk: Buffer) => demux.push(chunk));
     socket.on('end', resolve);
@@ -68,6 +85,11 @@ export async function spawnDockerProcess(container: Docker.Container, request: P
         final: (done) => {
           socket.end();
           done();
+        },
+        // A stdin given up on (its source failed) still closes the command's stdin.
+        destroy: (error, done) => {
+          socket.end();
+          done(error);
         },
       })
     : undefined;

@@ -134,7 +134,7 @@ describe('kit transfers over exec', () => {
 
   it('an image without tar is a ConfigError that says so', async () => {
     const bin = await tempDir();
-    for (const tool of ['sh', 'cat', 'mkdir', 'rm', 'mktemp', 'mkfifo', 'tee', 'wc', 'dirname', 'basename']) {
+    for (const tool of ['sh', 'cat', 'tee', 'wc']) {
       await symlink(`/bin/${tool}`, join(bin, tool)).catch(() => symlink(`/usr/bin/${tool}`, join(bin, tool)));
     }
     const { env } = await started({ path: bin });

@@ -85,6 +85,20 @@ describe('creation limiter', () => {
     expect(limiter.active).toBe(0);
   });
 
+  it('a create that hangs gives its slot back when its caller gives up, and waiters are told they wait', async () => {
+    const clock = new VirtualClock();
+    const limiter = new CreationLimiter({ maxConcurrent: 1 }, clock);
+    const giveUp = new AbortController();
+    const hung = limiter.run(() => new Promise<never>(() => undefined), giveUp.signal);
+    let told = 0;
+    const next = limiter.run(async () => 'next', undefined, () => told++);
+    expect(told).toBe(1);
+    giveUp.abort(new Error('startup deadline'));
+    await expect(hung).rejects.toThrow('startup deadline');
+    expect(await next).toBe('next');
+    expect(limiter.active).toBe(0);
+  });
+
   it('refuses limits that are not positive', () => {
     expect(() => new CreationLimiter({ perSecond: 0 })).toThrow(/creation.perSecond must be a positive number/);
   });

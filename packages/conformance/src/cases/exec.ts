@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { CancelledError, ConfigError, type Environment } from '@berth/core';
 import { describe, expect } from 'vitest';
@@ -172,6 +173,24 @@ export function execCases(h: Harness): void {
         const early = await env().exec(['head', '-c', '10'], { stdin: Readable.from(Array.from({ length: chunks }, () => chunk)), timeoutMs: h.ms(30_000) });
         expect(early).toMatchObject({ exitCode: 0, timedOut: false });
         expect(early.stdoutBytes.length).toBe(10);
+      },
+    });
+
+    h.defineCase({
+      id: 'exec.stdin-stream-fails',
+      title: 'a stdin stream that fails (before or during the command) is a ConfigError on opts.stdin, with no hang and no crash',
+      timeoutMs: 60_000,
+      run: async () => {
+        async function* failing(): AsyncGenerator<Uint8Array> {
+          yield Buffer.from('first chunk\n');
+          throw new Error('the source broke');
+        }
+        const during = await h.expectBerthError(env().exec(['cat'], { stdin: failing() }), ConfigError);
+        expect(during.path).toBe('opts.stdin');
+        expect(during.message).toContain('the source broke');
+        const before = await h.expectBerthError(env().exec(['wc', '-c'], { stdin: createReadStream('/definitely/not/here') }), ConfigError);
+        expect(before.path).toBe('opts.stdin');
+        expect((await env().exec(['echo', 'usable'])).stdout).toBe('usable\n');
       },
     });
 

@@ -383,5 +383,49 @@ export function transferCases(h: Harness): void {
         expect(uncaught.map(describeError), 'uncaught exceptions during the aborted transfers').toEqual([]);
       },
     });
+    h.defineCase({
+      id: 'transfer.abort-early',
+      title: 'uploads aborted in their first milliseconds reject with CancelledError, crash nothing, and leave nothing running in the sandbox',
+      timeoutMs: 60_000,
+      run: async () => {
+        const dir = await h.tempDir('abort-early');
+        await writeRandomFile(join(dir, 'f.bin'), 4 * MiB);
+        const uncaught: unknown[] = [];
+        const onUncaught = (error: unknown) => uncaught.push(error);
+        process.on('uncaughtException', onUncaught);
+        process.on('unhandledRejection', onUncaught);
+        try {
+          await h.withEnv({}, async (env) => {
+            const outcomes = await Promise.all(
+              Array.from({ length: 12 }, async (_, i) => {
+                const controller = new AbortController();
+                setTimeout(() => controller.abort(new Error('caller gave up')), i * 4);
+                return env.uploadFile(join(dir, 'f.bin'), `/tmp/early-${i}/f.bin`, { signal: controller.signal }).then(
+                  () => 'done',
+                  (error: unknown) => (CancelledError.isInstance(error) ? 'cancelled' : describeError(error)),
+                );
+              }),
+            );
+            // Some may finish before their abort; none may fail any other way.
+            expect(outcomes.filter((o) => o !== 'done' && o !== 'cancelled')).toEqual([]);
+            // Nothing berth started for them is still running.
+            let left = '';
+            for (let i = 0; i < 50; i++) {
+              left = (await env.exec('for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline 2>/dev/null; echo; done')).stdout;
+              if (!/\btar\b|\bdd\b/.test(left)) break;
+              await sleep(100);
+            }
+            expect(left).not.toMatch(/\btar\b|\bdd\b/);
+            expect((await env.exec(['echo', 'usable'])).stdout).toBe('usable\n');
+          });
+          await sleep(200);
+        } finally {
+          process.off('uncaughtException', onUncaught);
+          process.off('unhandledRejection', onUncaught);
+        }
+        expect(uncaught.map(describeError), 'uncaught errors during the aborted uploads').toEqual([]);
+      },
+    });
+
   });
 }

@@ -1,3 +1,4 @@
+import { raceAbort } from '../abort.js';
 import { ConfigError } from '../errors.js';
 import { systemClock } from '../trials/clock.js';
 import type { Clock } from '../trials/types.js';
@@ -49,12 +50,17 @@ export class CreationLimiter {
     return this.#queue.length;
   }
 
-  /** Run `create` when the limits allow; rejects with the signal's reason if it fires while waiting. */
-  async run<T>(create: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  /**
+   * Run `create` when the limits allow; `onWait` is told when it has to wait. Rejects with the
+   * signal's reason if it fires while waiting or creating: a create that hangs gives its slot back
+   * when its caller gives up on it.
+   */
+  async run<T>(create: () => Promise<T>, signal?: AbortSignal, onWait?: () => void): Promise<T> {
+    if (onWait && (this.#active >= this.#max || this.#nextStartAt > this.#clock.now())) onWait();
     await this.#slot(signal);
     try {
       await this.#pace(signal);
-      return await create();
+      return await (signal ? raceAbort(create(), signal) : create());
     } finally {
       this.#release();
     }

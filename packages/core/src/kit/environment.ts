@@ -98,35 +98,44 @@ export class SandboxEnvironment implements Environment {
 
   async #start(signal: AbortSignal | undefined): Promise<void> {
     const timeoutMs = this.spec.timeouts.startupMs ?? DEFAULT_STARTUP_MS;
-    const deadline = AbortSignal.timeout(timeoutMs);
-    const stop = signal ? AbortSignal.any([signal, deadline]) : deadline;
+    // A controller and a timer of our own, cleared below: AbortSignal.timeout cannot be cleared.
+    const stop = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop.abort(new Error(`startup deadline of ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onAbort = () => stop.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
     let lastStatus = 'created';
+    let settled = false;
+    // A transport still reporting after start() has given up must not move the phase back.
     const progress = (update: StartProgress) => {
+      if (settled) return;
       if (update.status) lastStatus = update.status;
       if (update.phase) this.#setPhase(update.phase);
       if (update.pull) this.events.emit('pull', update.pull);
     };
     const labels = sandboxLabels(this.id, this.spec.labels, this.#options.labels);
-    const create = () => this.#transport.create({ labels, signal: stop, progress });
+    const create = () => this.#transport.create({ labels, signal: stop.signal, progress });
+    const limiter = this.#options.limiter;
     const work = (async () => {
       throwIfAborted(signal, this.#ctx('start'));
-      await (this.#options.limiter ? this.#options.limiter.run(create, stop) : create());
+      await (limiter ? limiter.run(create, stop.signal, () => progress({ status: 'waiting for a creation slot (creation limits)' })) : create());
     })();
     try {
-      await raceAbort(work, stop);
+      await raceAbort(work, stop.signal);
       this.#setPhase('running');
     } catch (error) {
+      settled = true;
       this.#setPhase('failed', error instanceof Error ? error.message : String(error));
-      // The work may still create the sandbox after we gave up: remove it once it settles.
-      const settled = new AbortController();
-      await Promise.race([work.catch(() => undefined), sleep(START_SETTLE_MS, undefined, { signal: settled.signal }).catch(() => undefined)]);
-      settled.abort();
-      await this.#transport.remove().catch(() => undefined);
+      await this.#removeAfterFailedStart(work);
       if (signal?.aborted) throw cancelledFrom(signal, this.#ctx('start'));
       const mapped = BerthError.isInstance(error) ? error : (this.#transport.mapError(error, 'start') ?? error);
       // Out of time: unless the failure was already a definite, permanent one, say so.
       const definite = BerthError.isInstance(mapped) && !CancelledError.isInstance(mapped) && mapped.category === 'permanent_infra';
-      if (deadline.aborted && !definite) {
+      if (timedOut && !definite) {
         throw new StartupTimeoutError({
           ...this.#ctx('start'),
           timeoutMs,
@@ -136,7 +145,28 @@ export class SandboxEnvironment implements Environment {
         });
       }
       throw mapped;
+    } finally {
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /**
+   * The create may still be running after start() gave up: wait a little for it, remove what it
+   * made, and if it is still running then, remove again once it settles, so nothing is left.
+   */
+  async #removeAfterFailedStart(work: Promise<void>): Promise<void> {
+    let pending = true;
+    const done = work.then(
+      () => void (pending = false),
+      () => void (pending = false),
+    );
+    const waited = new AbortController();
+    await Promise.race([done, sleep(START_SETTLE_MS, undefined, { signal: waited.signal }).catch(() => undefined)]);
+    waited.abort();
+    await this.#transport.remove().catch(() => undefined);
+    if (pending) void done.then(() => this.#transport.remove().catch(() => undefined));
   }
 
   async teardown(_opts: { signal?: AbortSignal } = {}): Promise<void> {
@@ -250,7 +280,7 @@ export class SandboxEnvironment implements Environment {
     throwIfAborted(opts.signal, this.#ctx('exec'));
     let outcome;
     try {
-      outcome = await runProcess(this.#transport, argv, opts);
+      outcome = await runProcess(this.#transport, argv, opts, this.#ctx('exec'));
     } catch (error) {
       if (this.#closed) throw this.#interruptedByTeardown('exec', error);
       throw await this.#mapError(error, 'exec');

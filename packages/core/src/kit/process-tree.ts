@@ -39,13 +39,15 @@ const KILL_TREE_SCRIPT = [
 ].join('\n');
 
 /** How long the killer may take: a stalled backend must not hold the caller's exec forever. */
-const KILL_TIMEOUT_MS = 10_000;
+export const KILL_TIMEOUT_MS = 10_000;
 
 /** Kill every process of exec `execId` (and `rootPid`'s tree, when known). Never throws. */
 export async function killProcessTree(transport: SandboxTransport, execId: string, rootPid = ''): Promise<void> {
   const bound = new AbortController();
   const work = (async () => {
     const killer = await transport.spawn({ argv: ['/bin/sh', '-c', KILL_TREE_SCRIPT, 'berth-kill', execId, rootPid], env: {}, stdin: false, asRoot: true });
+    // Started after the deadline, or still running at it: drop it.
+    if (bound.signal.aborted) killer.abandon();
     bound.signal.addEventListener('abort', () => killer.abandon(), { once: true });
     killer.stdout.resume();
     killer.stderr.resume();

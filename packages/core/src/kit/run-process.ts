@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { pipeline } from 'node:stream/promises';
 import { finished } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Readable } from 'node:stream';
 import type { ExecOptions, ExecResult } from '../contract.js';
-import { ConfigError, type Operation } from '../errors.js';
+import { cancelledFrom, raceAbort } from '../abort.js';
+import { BackendUnavailableError, ConfigError, type Operation } from '../errors.js';
 import { TailBuffer } from '../tail-buffer.js';
-import { EXEC_MARKER, killProcessTree } from './process-tree.js';
+import { EXEC_MARKER, KILL_TIMEOUT_MS, killProcessTree } from './process-tree.js';
 import { stdinStream } from './stdin.js';
-import type { SandboxTransport } from './transport.js';
+import type { ProcessExit, SandboxProcess, SandboxTransport } from './transport.js';
 
 export const DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024;
 /** After the tree killer, how long output may go on (a process hidden from it) before berth stops waiting. */
@@ -56,77 +56,148 @@ function collect(stream: Readable, buffer: TailBuffer, callback: ((chunk: Uint8A
   return finished(stream);
 }
 
+/** Why a run was stopped before its command ended by itself. */
+type StopCause = 'timeout' | 'abort' | 'input';
+
 /**
- * Run one command through the transport. Resolves with its result (non-zero exits and timeouts
- * are data); rejects only when the transport failed. A timeout or the caller's abort kills the
- * command's whole process tree inside the sandbox.
+ * One command through the transport. Resolves with its result (non-zero exits and timeouts are
+ * data); rejects only when the transport failed, the caller aborted, or the caller's stdin stream
+ * failed. A timeout, an abort or a failed stdin kills the command's whole process tree.
  */
-export async function runProcess(transport: SandboxTransport, argv: readonly string[], opts: ExecOptions): Promise<ProcessOutcome> {
-  const started = Date.now();
-  const execId = randomBytes(8).toString('hex');
-  const input = stdinStream(opts.stdin);
-  const proc = await transport.spawn({
-    argv,
-    env: { ...opts.env, [EXEC_MARKER]: execId },
-    ...(opts.cwd ? { cwd: opts.cwd } : {}),
-    stdin: input !== undefined,
-  });
+class ProcessRun {
+  readonly #transport: SandboxTransport;
+  readonly #opts: ExecOptions;
+  readonly #ctx: Context;
+  readonly #execId = randomBytes(8).toString('hex');
+  readonly #input: Readable | undefined;
+  readonly #stop = new AbortController();
+  readonly #grace = new AbortController();
+  #stopCause: StopCause | undefined;
+  #inputError: unknown;
+  #proc: SandboxProcess | undefined;
+  #killing: Promise<void> | undefined;
 
-  const max = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
-  const stdout = new TailBuffer(max);
-  const stderr = new TailBuffer(max);
-  const output = Promise.all([collect(proc.stdout, stdout, opts.onStdout), collect(proc.stderr, stderr, opts.onStderr)]);
-  // A command that does not read its stdin, or exits before it is all written, is not a failure.
-  if (input && proc.stdin) pipeline(input, proc.stdin).catch(() => undefined);
-
-  const timeout = opts.timeoutMs === undefined ? undefined : AbortSignal.timeout(opts.timeoutMs);
-  const stops = [opts.signal, timeout].filter((s): s is AbortSignal => s !== undefined);
-  const stop = stops.length > 0 ? AbortSignal.any(stops) : undefined;
-  const grace = new AbortController();
-  let killing: Promise<void> | undefined;
-  const kill = () => {
-    killing ??= (async () => {
-      await killProcessTree(transport, execId, (await proc.pid?.().catch(() => undefined)) ?? '');
-      // Whatever the killer could not reach (a process hidden from it), berth does not wait on.
-      sleep(AFTER_KILL_GRACE_MS, undefined, { signal: grace.signal }).then(() => proc.abandon(), () => undefined);
-    })();
-  };
-  stop?.addEventListener('abort', kill, { once: true });
-  // It may have fired while the process was being started: then no event will come.
-  if (stop?.aborted) kill();
-
-  let exit;
-  try {
-    [, exit] = await Promise.all([output, proc.exit]);
-  } catch (error) {
-    proc.abandon();
-    throw error;
-  } finally {
-    stop?.removeEventListener('abort', kill);
-    if (killing) await killing;
-    grace.abort();
+  constructor(transport: SandboxTransport, opts: ExecOptions, ctx: Context) {
+    this.#transport = transport;
+    this.#opts = opts;
+    this.#ctx = ctx;
+    this.#input = stdinStream(opts.stdin);
+    // The caller's stream may fail at any time, even before the process exists: never unhandled.
+    this.#input?.on('error', (error) => {
+      this.#inputError ??= error;
+      this.#stopFor('input');
+    });
   }
 
-  const cancelled = opts.signal?.aborted === true;
-  const timedOut = !cancelled && timeout?.aborted === true;
-  const stdoutBytes = stdout.bytes();
-  const stderrBytes = stderr.bytes();
-  const result: ExecResult = {
-    // -1 only when the backend never said how the command ended.
-    exitCode: exit.code ?? -1,
-    stdout: stdoutBytes.toString('utf8'),
-    stderr: stderrBytes.toString('utf8'),
-    stdoutBytes,
-    stderrBytes,
-    timedOut,
-    truncated: { stdout: stdout.truncated, stderr: stderr.truncated },
-    durationMs: Date.now() - started,
-  };
-  if (timedOut) result.signal = 'SIGKILL';
-  else if (exit.signal) result.signal = exit.signal;
-  // Kept out of JSON: the strings already carry the output.
-  Object.defineProperty(result, 'stdoutBytes', { enumerable: false });
-  Object.defineProperty(result, 'stderrBytes', { enumerable: false });
-  const suspicious = !timedOut && !cancelled && (exit.code === null || exit.code >= 128 || exit.interrupted === true);
-  return { result, suspicious, cancelled, exitUnknown: exit.code === null };
+  #stopFor(cause: StopCause): void {
+    this.#stopCause ??= cause;
+    this.#stop.abort();
+    if (this.#proc) this.#kill(this.#proc);
+  }
+
+  #kill(proc: SandboxProcess): void {
+    this.#killing ??= (async () => {
+      const pid = proc.pid ? await raceAbort(proc.pid(), AbortSignal.timeout(KILL_TIMEOUT_MS)).catch(() => undefined) : undefined;
+      await killProcessTree(this.#transport, this.#execId, pid ?? '');
+      // Whatever the killer could not reach (a process hidden from it), berth does not wait on.
+      sleep(AFTER_KILL_GRACE_MS, undefined, { signal: this.#grace.signal }).then(() => proc.abandon(), () => undefined);
+    })();
+  }
+
+  async run(argv: readonly string[]): Promise<ProcessOutcome> {
+    const started = Date.now();
+    const opts = this.#opts;
+    // Timers and listeners, not AbortSignal.any/timeout: a composed signal per exec is retained by
+    // a long-lived caller signal (nodejs/node#55351), and AbortSignal.timeout cannot be cleared.
+    const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => this.#stopFor('timeout'), opts.timeoutMs);
+    const onAbort = () => this.#stopFor('abort');
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    if (opts.signal?.aborted) onAbort();
+    const max = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
+    const stdout = new TailBuffer(max);
+    const stderr = new TailBuffer(max);
+    let exit: ProcessExit;
+    try {
+      const proc = await this.#spawn(argv);
+      const output = Promise.all([collect(proc.stdout, stdout, opts.onStdout), collect(proc.stderr, stderr, opts.onStderr)]);
+      if (this.#input && proc.stdin) {
+        // A command that does not read its stdin, or exits before it is all written, is not a failure.
+        proc.stdin.on('error', () => undefined);
+        this.#input.pipe(proc.stdin);
+      }
+      if (this.#stopCause) this.#kill(proc);
+      try {
+        [, exit] = await Promise.all([output, proc.exit]);
+      } catch (error) {
+        proc.abandon();
+        throw error;
+      }
+    } finally {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      if (this.#killing) await this.#killing;
+      this.#grace.abort();
+      this.#input?.unpipe();
+      this.#input?.destroy();
+    }
+    if (this.#inputError !== undefined) throw this.#stdinFailed();
+
+    const cancelled = this.#stopCause === 'abort';
+    const timedOut = this.#stopCause === 'timeout';
+    const stdoutBytes = stdout.bytes();
+    const stderrBytes = stderr.bytes();
+    const result: ExecResult = {
+      // -1 only when the backend never said how the command ended.
+      exitCode: exit.code ?? -1,
+      stdout: stdoutBytes.toString('utf8'),
+      stderr: stderrBytes.toString('utf8'),
+      stdoutBytes,
+      stderrBytes,
+      timedOut,
+      truncated: { stdout: stdout.truncated, stderr: stderr.truncated },
+      durationMs: Date.now() - started,
+    };
+    if (timedOut) result.signal = 'SIGKILL';
+    else if (exit.signal) result.signal = exit.signal;
+    // Kept out of JSON: the strings already carry the output.
+    Object.defineProperty(result, 'stdoutBytes', { enumerable: false });
+    Object.defineProperty(result, 'stderrBytes', { enumerable: false });
+    const suspicious = !timedOut && !cancelled && (exit.code === null || exit.code >= 128 || exit.interrupted === true);
+    return { result, suspicious, cancelled, exitUnknown: exit.code === null };
+  }
+
+  /** A backend that never starts the process must not hold the caller past its timeout or abort. */
+  async #spawn(argv: readonly string[]): Promise<SandboxProcess> {
+    const spawning = this.#transport.spawn({
+      argv,
+      env: { ...this.#opts.env, [EXEC_MARKER]: this.#execId },
+      ...(this.#opts.cwd ? { cwd: this.#opts.cwd } : {}),
+      stdin: this.#input !== undefined,
+    });
+    try {
+      this.#proc = await raceAbort(spawning, this.#stop.signal);
+      return this.#proc;
+    } catch (error) {
+      if (!this.#stop.signal.aborted) throw error;
+      // Given up on: if the process starts after all, it is killed and dropped.
+      spawning.then((late) => killProcessTree(this.#transport, this.#execId).finally(() => late.abandon()), () => undefined);
+      if (this.#stopCause === 'abort') throw cancelledFrom(this.#opts.signal!, this.#ctx);
+      if (this.#stopCause === 'input') throw this.#stdinFailed();
+      throw new BackendUnavailableError({
+        ...this.#ctx,
+        message: `the ${this.#ctx.backend} backend did not start the command within its timeout of ${this.#opts.timeoutMs} ms`,
+        cause: error,
+      });
+    }
+  }
+
+  #stdinFailed(): ConfigError {
+    const why = this.#inputError instanceof Error ? this.#inputError.message : String(this.#inputError);
+    return new ConfigError({ ...this.#ctx, path: 'opts.stdin', message: `the stdin stream given to exec failed: ${why}`, cause: this.#inputError });
+  }
+}
+
+/** Run one command through the transport; see ProcessRun. */
+export function runProcess(transport: SandboxTransport, argv: readonly string[], opts: ExecOptions, ctx: Context): Promise<ProcessOutcome> {
+  return new ProcessRun(transport, opts, ctx).run(argv);
 }

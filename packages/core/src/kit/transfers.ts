@@ -106,11 +106,11 @@ export class Transfers {
     // The reader gave up (an unsafe entry, a local error, an abort): stop tar in the sandbox.
     extracting.catch(() => remote.abandon());
     const [extracted, tar] = await Promise.allSettled([extracting, remote.done]);
-    // A missing path leaves an empty archive: say what is missing, not that the archive was empty.
-    if (tar.status === 'rejected' && tar.reason instanceof RemoteTarFailure && tar.reason.kind === 'not_found') throw tar.reason;
-    if (extracted.status === 'rejected') throw extracted.reason;
-    if (tar.status === 'rejected') throw tar.reason;
-    return extracted.value;
+    if (extracted.status === 'fulfilled' && tar.status === 'fulfilled') return extracted.value;
+    // What berth itself refused (an unsafe entry) or could not write locally is the story; else
+    // tar's failure in the sandbox explains an archive that came empty or cut short.
+    if (extracted.status === 'rejected' && (UnsafeEntryError.isInstance(extracted.reason) || isLocalIo(extracted.reason))) throw extracted.reason;
+    throw tar.status === 'rejected' ? tar.reason : (extracted as PromiseRejectedResult).reason;
   }
 
   async #run<T>(operation: Direction, paths: Paths, opts: TransferOptions, body: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
@@ -138,8 +138,10 @@ export class Transfers {
     } catch (error) {
       if (opts.signal?.aborted) throw cancelledFrom(opts.signal, ctx);
       if (this.#host.closed()) throw this.#host.interrupted(operation, error);
-      const lost = await this.#host.checkAlive(operation).catch(() => undefined);
-      if (lost) throw fail('sandbox_lost', 'failed: the sandbox is gone', lost);
+      // The backend's answer decides: gone (lost), alive (classify the error), or unreachable itself.
+      const seen = await this.#host.checkAlive(operation).catch((failure: unknown) => failure);
+      if (SandboxLostError.isInstance(seen) || TaskFailure.isInstance(seen)) throw fail('sandbox_lost', 'failed: the sandbox is gone', seen);
+      if (BerthError.isInstance(seen)) throw fail('interrupted', `failed: ${seen.message}`, seen);
       throw this.#classify(error, operation, fail);
     }
     if (this.#host.closed()) throw this.#host.interrupted(operation);

@@ -74,6 +74,7 @@ export interface ProcessRequest {
 export interface SandboxProcess {
   /** Present when requested. Writes must apply backpressure; `end()` closes the process's stdin. */
   readonly stdin?: Writable;
+  /** Output streams hold their bytes until the kit reads them, also after the process has exited. */
   readonly stdout: Readable;
   readonly stderr: Readable;
   /**
@@ -86,7 +87,10 @@ export interface SandboxProcess {
    * kills it by PID, which catches commands that cleared their environment (env -i, sudo).
    */
   pid?(): Promise<string | undefined>;
-  /** Stop waiting on this process: drop the connection. Output then ends and `exit` settles soon. */
+  /**
+   * Stop waiting on this process: drop the connection. Output then ends (without an error) and
+   * `exit` settles soon. A `stdin` that is destroyed must close the process's stdin, too.
+   */
   abandon(): void;
 }
 

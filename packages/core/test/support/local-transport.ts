@@ -3,7 +3,7 @@
 // paths under a temporary directory. `faults` lets a test cut a transfer short, as a flaky
 // connection would.
 import { spawn } from 'node:child_process';
-import { Transform, type Writable } from 'node:stream';
+import { PassThrough, Transform, type Writable } from 'node:stream';
 import type { ProcessRequest, SandboxProcess, SandboxStatus, SandboxTransport } from '../../src/kit/transport.js';
 
 export interface LocalFaults {
@@ -57,10 +57,14 @@ export class LocalTransport implements SandboxTransport {
       sink.on('error', () => undefined);
       stdin = cut;
     }
+    // Node drains a child's unread stdio when it exits (child_process flushStdio): hold the bytes
+    // in streams of our own until the kit reads them, as the transport contract asks.
+    const stdout = child.stdout!.pipe(new PassThrough());
+    const stderr = child.stderr!.pipe(new PassThrough());
     return {
       ...(stdin ? { stdin } : {}),
-      stdout: child.stdout!,
-      stderr: child.stderr!,
+      stdout,
+      stderr,
       exit,
       pid: async () => (child.pid === undefined ? undefined : String(child.pid)),
       // Stop waiting: end the process berth started (by its PID, through the handle).
