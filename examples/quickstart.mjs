@@ -34,13 +34,13 @@ for (const task of job.tasks) {
   const verdict =
     task.reward !== undefined
       ? `reward ${task.reward}`
-      : task.status === 'scored'
+      : task.status === 'task_failed'
         ? `task failure: ${task.failureType}`
         : `${task.status}: ${task.failureCategory} (${task.failureType})`;
   console.log(`\n${task.taskId}   ${verdict}   (${tries}${result ? `, image ${result.image}` : ''})`);
   if (task.reward === undefined && task.failureMessage) console.log(`  ${task.failureMessage}`);
   for (const step of result?.steps ?? []) {
-    const extra = step.exitCode !== undefined ? `  exit ${step.exitCode}${step.timedOut ? ' (timed out)' : ''}` : step.ok ? '' : `  failed: ${step.errorType}`;
+    const extra = step.exitCode !== undefined ? `  exit ${step.exitCode}${step.timedOut ? ' (timed out)' : ''}` : step.ended === 'completed' ? '' : `  failed: ${step.errorType}`;
     console.log(`  ${step.name.padEnd(24)} ${step.durationMs.toFixed(1).padStart(8)} ms${extra}`);
   }
   if (result) console.log(`  ${'total'.padEnd(24)} ${result.durationMs.toFixed(1).padStart(8)} ms`);

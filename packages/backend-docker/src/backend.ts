@@ -1,6 +1,7 @@
 import Docker from 'dockerode';
 import {
   BerthError,
+  ConfigError,
   SPECIFICATION_VERSION,
   mirrorImage,
   type Backend,
@@ -51,6 +52,14 @@ export class DockerBackend implements Backend {
   #docker: Docker | undefined;
 
   constructor(options: DockerBackendOptions) {
+    if (options && 'env' in options) {
+      throw new ConfigError({
+        operation: 'config',
+        backend: BACKEND,
+        path: 'options.env',
+        message: "createDockerBackend's env option is now dockerConfigEnv: it is where Docker config credentials are looked up, not the sandboxes' environment (that is spec.env)",
+      });
+    }
     this.#options = options;
     this.#limiter = new CreationLimiter(options.creation);
     this.capabilities = {

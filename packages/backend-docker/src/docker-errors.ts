@@ -22,14 +22,20 @@ export interface ErrorContext {
   environmentId?: string;
 }
 
+/**
+ * The engine's own words for a failed call. docker-modem prefixes its message with the HTTP
+ * status ("(HTTP code 500) server error - ..."), which misleads when the engine relays a registry's
+ * refusal (a missing credential is not a server error): the prefix is dropped.
+ */
 export function dockerMessage(error: unknown): string {
   const e = error as DockerApiError;
+  let text = String(error);
   if (e && typeof e === 'object') {
-    if (e.json && typeof e.json === 'object' && typeof e.json.message === 'string') return e.json.message;
-    if (typeof e.json === 'string' && e.json.length > 0) return e.json;
-    if (typeof e.message === 'string') return e.message;
+    if (e.json && typeof e.json === 'object' && typeof e.json.message === 'string') text = e.json.message;
+    else if (typeof e.json === 'string' && e.json.length > 0) text = e.json;
+    else if (typeof e.message === 'string') text = e.message;
   }
-  return String(error);
+  return text.replace(/^\(HTTP code \d+\) [^-]*- /, '').trim();
 }
 
 export function statusOf(error: unknown): number | undefined {

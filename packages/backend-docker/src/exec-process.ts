@@ -50,7 +50,6 @@ export async function spawnDockerProcess(container: Docker.Container, request: P
     AttachStdin: request.stdin,
     Tty: false,
     Env: Object.entries(request.env).map(([k, v]) => `${k}=${v}`),
-    ...(request.cwd ? { WorkingDir: request.cwd } : {}),
     // By uid, not name: an image without /etc/passwd cannot resolve 'root'.
     ...(request.asRoot ? { User: '0:0' } : {}),
   });
@@ -58,12 +57,16 @@ export async function spawnDockerProcess(container: Docker.Container, request: P
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   // Output waits for its reader: a slow consumer pauses the connection instead of filling memory.
+  const full = new Set<PassThrough>();
   const demux = new DockerStreamDemuxer((which, payload) => {
     const target = which === 'stdout' ? stdout : stderr;
-    if (!target.write(payload)) {
-      socket.pause();
-      target.once('drain', () => socket.resume());
-    }
+    if (target.write(payload) || full.has(target)) return;
+    full.add(target);
+    socket.pause();
+    target.once('drain', () => {
+      full.delete(target);
+      if (full.size === 0) socket.resume();
+    });
   });
   const ended = new Promise<void>((resolve, reject) => {
     socket.on('data', (chunk: Buffer) => demux.push(chunk));

@@ -171,7 +171,7 @@ describe('docker pulls and credentials', () => {
     const dir = await mkdtemp(join(tmpdir(), 'berth-dockercfg-'));
     const auth = Buffer.from(`${GOOD_AUTH.username}:${GOOD_AUTH.password}`).toString('base64');
     await writeFile(join(dir, 'config.json'), JSON.stringify({ auths: { '127.0.0.1:5000': { auth } } }));
-    const backend = createDockerBackend({ env: { DOCKER_CONFIG: dir } });
+    const backend = createDockerBackend({ dockerConfigEnv: { DOCKER_CONFIG: dir } });
     const env = backend.environment({ image: PRIVATE, network: 'none' });
     started.push(env);
     const progress: PullProgress[] = [];
@@ -195,14 +195,14 @@ describe('docker pulls and credentials', () => {
     const specAuth = { username: 'berth', password: GOOD_AUTH.password };
     // Credentials written for docker.io do not follow the pull to the mirror...
     const leaked = await failure(
-      createDockerBackend({ mirrors, env: { DOCKER_CONFIG: noCredentials } }).start({ image: { ref: 'docker.io/mirrored/private-busybox:errors', auth: specAuth }, network: 'none' }),
+      createDockerBackend({ mirrors, dockerConfigEnv: { DOCKER_CONFIG: noCredentials } }).start({ image: { ref: 'docker.io/mirrored/private-busybox:errors', auth: specAuth }, network: 'none' }),
     );
     expect(leaked).toMatchObject({ type: 'ImagePullError', reason: 'unauthorized' });
     // ...the rule's own (here a named secret) do.
     const backend = createDockerBackend({
       registrySecrets: { 'local-registry': GOOD_AUTH },
       mirrors: [{ ...mirrors[0]!, auth: { secretName: 'local-registry' } }],
-      env: { DOCKER_CONFIG: noCredentials },
+      dockerConfigEnv: { DOCKER_CONFIG: noCredentials },
     });
     const env = await backend.start({ image: { ref: 'docker.io/mirrored/private-busybox:errors', auth: specAuth }, network: 'none' });
     started.push(env);
@@ -268,7 +268,7 @@ describe('docker preflight follows the pull policy', () => {
     // Present locally (berth-test/busybox is), but 'always' pulls, so the registry must be asked.
     await docker.getImage(BASIC).tag({ repo: '127.0.0.1:5000/berth/private-busybox', tag: 'errors' });
     const noCredentials = await mkdtemp(join(tmpdir(), 'berth-nocreds-'));
-    const always = await createDockerBackend({ pullPolicy: 'always', env: { DOCKER_CONFIG: noCredentials } }).preflight({ image: PRIVATE });
+    const always = await createDockerBackend({ pullPolicy: 'always', dockerConfigEnv: { DOCKER_CONFIG: noCredentials } }).preflight({ image: PRIVATE });
     await rm(noCredentials, { recursive: true });
     expect(always.checks.find((c) => c.name === 'image')).toMatchObject({ status: 'fail', error: { type: 'ImagePullError', details: { reason: 'unauthorized' } } });
     const ifMissing = await createDockerBackend().preflight({ image: PRIVATE });

@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { BackendAuthError, BackendUnavailableError, ConfigError, SandboxLostError } from '@berth/core';
 import { DockerStreamDemuxer } from '../src/demux.js';
-import { isContainerGone, mapDaemonError, mapEnvironmentError, startRefusal } from '../src/docker-errors.js';
+import { dockerMessage, isContainerGone, mapDaemonError, mapEnvironmentError, startRefusal } from '../src/docker-errors.js';
+import { createDockerBackend } from '../src/backend.js';
 import { dockerAuthConfig } from '../src/pull.js';
 
 function frame(stream: 1 | 2, payload: string): Buffer {
@@ -55,6 +56,17 @@ describe('daemon error mapping', () => {
     expect(startRefusal(apiError(400, 'exec: "/bin/sh": stat /bin/sh: no such file or directory'), start, 'img')).toMatchObject({ path: 'spec.image' });
     expect(startRefusal(apiError(400, 'Minimum memory limit allowed is 6MB'), start, 'img')).toBeInstanceOf(ConfigError);
     expect(startRefusal(apiError(500, 'something else'), start, 'img')).toBeUndefined();
+  });
+});
+
+describe('engine wording', () => {
+  it("drops docker-modem's HTTP status prefix, which misleads for a registry's refusal", () => {
+    const relayed = Object.assign(new Error('(HTTP code 500) server error - Head "http://r/v2/x/manifests/1": no basic auth credentials'), { statusCode: 500, json: null });
+    expect(dockerMessage(relayed)).toBe('Head "http://r/v2/x/manifests/1": no basic auth credentials');
+  });
+
+  it("refuses the old name of dockerConfigEnv, saying what it became", () => {
+    expect(() => createDockerBackend({ env: {} } as never)).toThrow(/now dockerConfigEnv/);
   });
 });
 

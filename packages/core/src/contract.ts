@@ -45,12 +45,25 @@ export interface TransferOptions {
   signal?: AbortSignal;
 }
 
+export interface DownloadDirOptions extends TransferOptions {
+  /**
+   * Symlinks in the tree that lead outside the target (absolute ones such as /etc/mtab, a
+   * virtualenv's python, or relative ones climbing out): 'skip' (the default) leaves them out and
+   * counts them in `skippedSymlinks`; 'keep' makes them as they are (nothing is ever written
+   * through them; links are made last); 'refuse' fails the whole download. Nothing is ever written
+   * outside the target, whichever you pick.
+   */
+  outsideLinks?: 'skip' | 'keep' | 'refuse';
+}
+
 export interface TransferStats {
   files: number;
   directories: number;
   symlinks: number;
   bytes: number;
   durationMs: number;
+  /** downloadDir: symlinks leading outside the target that were left out (outsideLinks 'skip'). */
+  skippedSymlinks?: number;
 }
 
 export type EnvironmentPhase = 'created' | 'pulling' | 'starting' | 'running' | 'lost' | 'stopping' | 'stopped' | 'failed';
@@ -81,7 +94,7 @@ export interface Environment extends AsyncDisposable {
   uploadFile(localPath: string, remotePath: string, opts?: TransferOptions): Promise<void>;
   uploadDir(localDir: string, remoteDir: string, opts?: TransferOptions): Promise<TransferStats>;
   downloadFile(remotePath: string, localPath: string, opts?: TransferOptions): Promise<void>;
-  downloadDir(remoteDir: string, localDir: string, opts?: TransferOptions): Promise<TransferStats>;
+  downloadDir(remoteDir: string, localDir: string, opts?: DownloadDirOptions): Promise<TransferStats>;
   /** Idempotent; never throws because the sandbox is already gone. */
   teardown(opts?: { signal?: AbortSignal }): Promise<void>;
 }

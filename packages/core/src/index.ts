@@ -7,6 +7,7 @@ export {
   SPECIFICATION_VERSION,
   type Backend,
   type Capabilities,
+  type DownloadDirOptions,
   type Environment,
   type EnvironmentEvents,
   type EnvironmentPhase,
@@ -74,6 +75,8 @@ export {
   type MirrorRule,
 } from './image-ref.js';
 export { runTrials } from './trials/run-trials.js';
+/** The emitter of run and environment events: `new EventEmitter<RunEvents>()` for runTrials' `events`. */
+export { EventEmitter } from 'eventemitter3';
 export { VirtualClock, systemClock } from './trials/clock.js';
 export { DEFAULT_VALIDITY } from './trials/report.js';
 export type {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
+import { registerSecret } from './redact.js';
 
 /** Credentials for pulling an image. Exactly one form. */
 export const ImageAuthSchema = z.union([
@@ -91,24 +92,95 @@ export type EnvironmentSpec = Omit<z.output<typeof EnvironmentSpecSchema>, 'imag
 
 export const DEFAULT_STARTUP_MS = 10 * 60_000;
 
+/**
+ * The kernel's limits on a process's environment: one `NAME=value` string may be at most
+ * MAX_ARG_STRLEN (32 pages) long, and all of them together share ARG_MAX (a quarter of the stack
+ * limit, 2 MiB by default) with the arguments. berth keeps the environment well under that so
+ * every backend can start its processes.
+ */
+export const ENV_ENTRY_MAX_BYTES = 128 * 1024 - 1;
+export const ENV_TOTAL_MAX_BYTES = 1024 * 1024;
+
+/** A ConfigError for an environment the kernel would refuse, else undefined. */
+export function envSizeProblem(env: Readonly<Record<string, string>>, path: string): { path: string; message: string } | undefined {
+  let total = 0;
+  for (const [name, value] of Object.entries(env)) {
+    const bytes = Buffer.byteLength(name) + 1 + Buffer.byteLength(value) + 1;
+    if (bytes > ENV_ENTRY_MAX_BYTES + 1) {
+      return {
+        path: `${path}.${name}`,
+        message: `${path}.${name} is ${bytes} bytes; Linux refuses to start a process with one variable over ${ENV_ENTRY_MAX_BYTES + 1} bytes (MAX_ARG_STRLEN): pass large data as a file (uploadFile) instead`,
+      };
+    }
+    total += bytes;
+  }
+  if (total > ENV_TOTAL_MAX_BYTES) {
+    return {
+      path,
+      message: `${path} is ${total} bytes in all; berth allows ${ENV_TOTAL_MAX_BYTES} (Linux refuses more than ARG_MAX, 2 MiB by default, for environment and arguments together): pass large data as a file (uploadFile) instead`,
+    };
+  }
+  return undefined;
+}
+
+const AUTH_SHAPES = '{ username, password }, { identityToken }, { aws: { region?, accessKeyId?, secretAccessKey?, sessionToken?, profile? } } or { secretName }';
+const typeName = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
+
+/** What to say of an issue the schema's own words would leave vague, and where it is. */
+function describeIssue(issue: z.core.$ZodIssue, input: unknown): { path: string; message: string } {
+  const at = issue.path.length ? `spec.${issue.path.join('.')}` : 'spec';
+  const image = input !== null && typeof input === 'object' ? (input as Record<string, unknown>).image : undefined;
+  if (issue.path.join('.') !== 'image') return { path: at, message: `${at}: ${issue.message}` };
+  if (image === undefined) {
+    return { path: at, message: `${at} is required: the image to run, e.g. image: 'python:3.12-slim' or { ref: 'ghcr.io/org/app:1', auth: {...} }` };
+  }
+  if (image === null || typeof image !== 'object' || Array.isArray(image)) {
+    return { path: at, message: `${at} must be an image reference string such as 'python:3.12-slim', or { ref, auth? }; got ${typeName(image)}` };
+  }
+  const { ref, auth, ...unknown } = image as Record<string, unknown>;
+  if (Object.keys(unknown).length > 0) {
+    return { path: at, message: `${at} has unknown key(s) ${Object.keys(unknown).join(', ')}: it is { ref, auth? }` };
+  }
+  if (typeof ref !== 'string' || ref === '') return { path: `${at}.ref`, message: `${at}.ref must be an image reference string such as 'python:3.12-slim'; got ${typeName(ref)}` };
+  const keys = auth !== null && typeof auth === 'object' ? Object.keys(auth) : [];
+  return { path: `${at}.auth`, message: `${at}.auth must be one of ${AUTH_SHAPES}; got ${keys.length ? `keys ${keys.join(', ')}` : typeName(auth)}` };
+}
+
+/**
+ * Secret fields of registry auth, kept out of anything that prints (util.inspect, JSON.stringify,
+ * spreads into events): they stay readable by property for the backend that pulls with them, and
+ * are registered for redaction wherever they might appear in text.
+ */
+function hideSecrets(auth: ImageAuth): ImageAuth {
+  const hide = (holder: object, field: string) => {
+    const value = (holder as Record<string, unknown>)[field];
+    if (typeof value !== 'string') return;
+    registerSecret(value);
+    Object.defineProperty(holder, field, { value, enumerable: false, writable: false, configurable: false });
+  };
+  if ('password' in auth) hide(auth, 'password');
+  if ('identityToken' in auth) hide(auth, 'identityToken');
+  if ('aws' in auth) {
+    hide(auth.aws, 'secretAccessKey');
+    hide(auth.aws, 'sessionToken');
+  }
+  return auth;
+}
+
 /** Validate a spec; throws ConfigError naming the offending field and what it should be. */
 export function parseEnvironmentSpec(input: unknown, context: { backend?: string } = {}): EnvironmentSpec {
+  const fail = (path: string, message: string, cause?: unknown) =>
+    new ConfigError({ message: `invalid environment spec: ${message}`, path, operation: 'config', ...(context.backend ? { backend: context.backend } : {}), cause });
   const result = EnvironmentSpecSchema.safeParse(input);
   if (!result.success) {
-    const issue = result.error.issues[0];
-    const path = issue && issue.path.length > 0 ? `spec.${issue.path.join('.')}` : 'spec';
-    const all = result.error.issues
-      .map((i) => `${i.path.length ? 'spec.' + i.path.join('.') : 'spec'}: ${i.message}`)
-      .join('; ');
-    throw new ConfigError({
-      message: `invalid environment spec: ${all}`,
-      path,
-      operation: 'config',
-      ...(context.backend ? { backend: context.backend } : {}),
-      cause: result.error,
-    });
+    const issues = result.error.issues.map((i) => describeIssue(i, input));
+    // zod's words and ours name fields and types, never values: no secret can ride along.
+    throw fail(issues[0]?.path ?? 'spec', issues.map((i) => i.message).join('; '), result.error);
   }
   const { image, ...rest } = result.data;
   const normalised = typeof image === 'string' ? { ref: image } : image;
+  if (normalised.auth) hideSecrets(normalised.auth);
+  const envProblem = envSizeProblem(rest.env, 'spec.env');
+  if (envProblem) throw fail(envProblem.path, envProblem.message);
   return { ...rest, image: normalised } as EnvironmentSpec;
 }

@@ -115,7 +115,7 @@ describe('tar streaming', () => {
   ])('refuses %s entries', async (_label, entries, why) => {
     const parent = await tmp();
     const dest = join(parent, 'target');
-    const err = await extractDirectory(tarOf(entries), dest).catch((e: unknown) => e);
+    const err = await extractDirectory(tarOf(entries), dest, 'refuse').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UnsafeEntryError);
     expect((err as Error).message).toContain(why);
     expect(await readdir(parent)).toEqual(['target']);
@@ -144,10 +144,31 @@ describe('tar streaming', () => {
     const parent = await tmp();
     await writeFile(join(parent, 'SECRET'), 'host secret');
     const dest = join(parent, 'target');
-    const err = await extractDirectory(tarOf(entries), dest).catch((e: unknown) => e);
+    const err = await extractDirectory(tarOf(entries), dest, 'refuse').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UnsafeEntryError);
     const left = await listTree(dest);
     expect(left.filter((l) => l.includes(' -> '))).toEqual([]);
+  });
+
+  it('by default skips links leading outside (directly or through other links) and counts them; keep makes them as they are', async () => {
+    const entries = [
+      { name: 'top/', type: 'directory' as const },
+      { name: 'top/ok.txt', body: 'fine' },
+      { name: 'top/mtab', type: 'symlink' as const, linkname: '/proc/self/mounts' },
+      { name: 'top/up', type: 'symlink' as const, linkname: '../..' },
+      { name: 'top/d/', type: 'directory' as const },
+      { name: 'top/d/x', type: 'symlink' as const, linkname: '.' },
+      { name: 'top/d/y', type: 'symlink' as const, linkname: 'x/x/x/../../..' },
+      { name: 'top/good', type: 'symlink' as const, linkname: 'ok.txt' },
+    ];
+    const parent = await tmp();
+    const skipped = await extractDirectory(tarOf(entries), join(parent, 'skip'));
+    expect(skipped).toMatchObject({ files: 1, symlinks: 2, skippedSymlinks: 3 });
+    expect((await listTree(join(parent, 'skip'))).filter((l) => l.includes(' -> ')).sort()).toEqual(['d/x -> .', 'good -> ok.txt']);
+    const kept = await extractDirectory(tarOf(entries), join(parent, 'keep'), 'keep');
+    expect(kept).toMatchObject({ files: 1, skippedSymlinks: 0 });
+    expect(await readlink(join(parent, 'keep', 'mtab'))).toBe('/proc/self/mounts');
+    expect(await readdir(parent)).toEqual(['keep', 'skip'].sort());
   });
 
   it('keeps harmless links, including one through another link, made after the files', async () => {

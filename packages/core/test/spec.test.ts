@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseEnvironmentSpec } from '../src/index.js';
+import { inspect } from 'node:util';
+import { ConfigError, parseEnvironmentSpec, redactSecrets } from '../src/index.js';
 
 describe('parseEnvironmentSpec', () => {
   it('fills defaults and normalises the image', () => {
@@ -22,8 +23,38 @@ describe('parseEnvironmentSpec', () => {
       { aws: { region: 'us-east-1' } },
       { secretName: 'ghcr-creds' },
     ]) {
-      expect(parseEnvironmentSpec({ image: { ref: 'ghcr.io/a/b:1', auth } }).image.auth).toEqual(auth);
+      const parsed = parseEnvironmentSpec({ image: { ref: 'ghcr.io/a/b:1', auth } }).image.auth as Record<string, unknown>;
+      for (const [key, value] of Object.entries(auth)) expect(parsed[key]).toEqual(value);
     }
+  });
+
+  it('keeps registry secrets out of anything that prints, while the backend can still read them', () => {
+    const spec = parseEnvironmentSpec({
+      image: { ref: 'r.example/a:1', auth: { username: 'bot', password: 'pr1nt-me-not' } },
+    });
+    const aws = parseEnvironmentSpec({ image: { ref: 'r.example/a:1', auth: { aws: { accessKeyId: 'AKIAEXAMPLE', secretAccessKey: 'aws-s3cret-key', sessionToken: 'aws-s3ssion-token' } } } });
+    const printed = [JSON.stringify(spec), inspect(spec, { depth: 10 }), JSON.stringify(aws), inspect(aws, { depth: 10 }), JSON.stringify({ ...spec.image.auth })].join('\n');
+    for (const secret of ['pr1nt-me-not', 'aws-s3cret-key', 'aws-s3ssion-token']) expect(printed).not.toContain(secret);
+    expect(printed).toContain('bot');
+    expect((spec.image.auth as { password: string }).password).toBe('pr1nt-me-not');
+    expect((aws.image.auth as { aws: { secretAccessKey: string } }).aws.secretAccessKey).toBe('aws-s3cret-key');
+    // Registered for redaction too: an error that quotes it by accident is masked.
+    expect(redactSecrets('failed with pr1nt-me-not')).toBe('failed with [REDACTED]');
+  });
+
+  it('says what was wrong with the image, in words a user can act on', () => {
+    const message = (input: unknown) => {
+      try {
+        parseEnvironmentSpec(input);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'accepted';
+    };
+    expect(message({ image: 123 })).toContain("must be an image reference string such as 'python:3.12-slim'");
+    expect(message({})).toContain('spec.image is required');
+    expect(message({ image: { ref: 'x', auth: { user: 'u', password: 'p4ss-typo' } } })).toContain('got keys user, password');
+    expect(message({ image: { ref: 'x', auth: { user: 'u', password: 'p4ss-typo' } } })).toContain('{ username, password }');
   });
 
   it.each([
@@ -36,7 +67,11 @@ describe('parseEnvironmentSpec', () => {
     [{ image: 'x', timeouts: { startupMs: 0 } }, 'spec.timeouts.startupMs'],
     [{ image: 'x', mounts: [{ type: 'bind', source: 'rel', target: '/x' }] }, 'spec.mounts.0.source'],
     [{ image: 'x', unknownField: 1 }, 'spec'],
-    [{ image: { ref: 'x', auth: { username: 'u' } } }, 'spec.image'],
+    [{ image: { ref: 'x', auth: { username: 'u' } } }, 'spec.image.auth'],
+    [{ image: { ref: 'x', auth: { user: 'u', password: 'p' } } }, 'spec.image.auth'],
+    [{ image: 123 }, 'spec.image'],
+    [{}, 'spec.image'],
+    [{ image: 'x', env: { HUGE: 'x'.repeat(200 * 1024) } }, 'spec.env.HUGE'],
   ])('rejects %j at %s with a ConfigError that says where', (input, path) => {
     let error: unknown;
     try {

@@ -9,4 +9,4 @@ export type { StepTiming } from './steps.js';
 export { attemptDir, type AttemptFailureJson, type AttemptResultFile } from './result-file.js';
 export type { AgentFunction, HarborAgent } from './agent.js';
 export { createHarborTrial, type HarborHooks, type HarborTrialOptions } from './trial.js';
-export { runHarborJob, type HarborJobOptions, type HarborJobReport, type HarborTaskSummary } from './job.js';
+export { runHarborJob, type HarborJobOptions, type HarborJobReport, type HarborTaskStatus, type HarborTaskSummary } from './job.js';

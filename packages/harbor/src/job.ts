@@ -7,7 +7,6 @@ import {
   type RunResult,
   type RunTrialsOptions,
   type TaskRecord,
-  type TaskStatus,
 } from '@berth/core';
 import { agentName, type HarborAgent } from './agent.js';
 import { loadHarborTasks } from './load-task.js';
@@ -35,10 +34,17 @@ export interface HarborJobOptions extends Omit<RunTrialsOptions<HarborTask>, 'jo
   journal?: string | false;
 }
 
+/**
+ * What became of a task, in harbor's words: 'rewarded' (the verifier wrote a reward),
+ * 'task_failed' (the sandbox worked, the task did not: no reward, a timeout...; it counts as 0),
+ * 'infra_failed' (no attempt got through the infrastructure) or 'not_run' (stopped first).
+ */
+export type HarborTaskStatus = 'rewarded' | 'task_failed' | 'infra_failed' | 'not_run';
+
 /** One task's line in report.json. */
 export interface HarborTaskSummary {
   taskId: string;
-  status: TaskStatus;
+  status: HarborTaskStatus;
   /** The first usable attempt (never the best reward). */
   chosenAttempt?: number;
   reward?: number;
@@ -69,7 +75,7 @@ export interface HarborJobReport {
 function summarise(jobDir: string, record: TaskRecord<HarborOutcome>): HarborTaskSummary {
   const summary: HarborTaskSummary = {
     taskId: record.taskId,
-    status: record.status,
+    status: record.status === 'scored' ? (record.outcome ? 'rewarded' : 'task_failed') : record.status,
     attempts: record.attempts.map((a) => ({
       attempt: a.attempt,
       status: a.status,

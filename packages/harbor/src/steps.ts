@@ -7,7 +7,11 @@ export interface StepTiming {
   /** Milliseconds from the attempt's start to this step's start. */
   offsetMs: number;
   durationMs: number;
-  ok: boolean;
+  /**
+   * How the step ended: 'completed' (for a command: it exited, whatever its exit code), 'timed_out'
+   * (a command berth killed at its timeout), or 'threw' (the step failed; see errorType).
+   */
+  ended: 'completed' | 'timed_out' | 'threw';
   /** For a command: its exit code and whether it timed out. */
   exitCode?: number;
   timedOut?: boolean;
@@ -29,12 +33,12 @@ export class StepTimer {
 
   async run<T>(name: string, fn: () => Promise<T>, describe?: (result: T) => Partial<StepTiming>): Promise<T> {
     const started = performance.now();
-    const step: StepTiming = { name, offsetMs: round(started - this.#t0), durationMs: 0, ok: false };
+    const step: StepTiming = { name, offsetMs: round(started - this.#t0), durationMs: 0, ended: 'threw' };
     this.steps.push(step);
     try {
       const result = await fn();
-      step.ok = true;
       if (describe) Object.assign(step, describe(result));
+      step.ended = step.timedOut ? 'timed_out' : 'completed';
       return result;
     } catch (error) {
       step.errorType = classifyFailure(error).type;

@@ -29,7 +29,7 @@ let result: RunResult<HarborOutcome>;
 
 function backend() {
   // No credentials from anywhere: an empty Docker config, whatever this machine has.
-  return createDockerBackend({ env: { DOCKER_CONFIG: emptyDockerConfig } });
+  return createDockerBackend({ dockerConfigEnv: { DOCKER_CONFIG: emptyDockerConfig } });
 }
 
 beforeAll(async () => {
@@ -146,7 +146,7 @@ describe('harbor job on Docker: killed sandboxes and a private image', () => {
       resultPath: join(id(PRIVATE_INDEX), 'attempt-1', 'result.json'),
     });
     expect(written.tasks.find((t) => t.taskId === id(3))).toMatchObject({
-      status: 'scored',
+      status: 'rewarded',
       chosenAttempt: 2,
       reward: 1,
       attempts: [{ attempt: 1, status: 'failed', category: 'transient_infra' }, { attempt: 2, status: 'outcome' }],

@@ -80,7 +80,7 @@ describe('createHarborTrial on Docker', () => {
       'download verifier logs',
       'teardown',
     ]);
-    expect(r.result.steps.every((s) => s.ok && s.durationMs >= 0)).toBe(true);
+    expect(r.result.steps.every((s) => s.ended === 'completed' && s.durationMs >= 0)).toBe(true);
     expect(r.result.steps.find((s) => s.name === 'verifier')).toMatchObject({ exitCode: 0, timedOut: false });
     expect(Date.parse(r.result.endedAt) - Date.parse(r.result.startedAt)).toBeGreaterThanOrEqual(0);
     expect(await readFile(join(r.attemptDir, 'verifier', 'test-stdout.txt'), 'utf8')).toBe('PASS\n');
@@ -144,7 +144,7 @@ describe('createHarborTrial on Docker', () => {
     const toml = taskToml().replace('[verifier]\ntimeout_sec = 60.0', '[verifier]\ntimeout_sec = 1');
     const r = await taskFailureOf({ toml, test: '#!/bin/sh\necho started\nsleep 30\necho 1 > /logs/verifier/reward.txt\n' });
     expect((r.error as TaskFailure).type).toBe('VerifierTimeout');
-    expect(r.result.steps.find((s) => s.name === 'verifier')).toMatchObject({ timedOut: true });
+    expect(r.result.steps.find((s) => s.name === 'verifier')).toMatchObject({ timedOut: true, ended: 'timed_out' });
     expect(r.result.durationMs).toBeLessThan(15_000);
     expect(await readFile(join(r.attemptDir, 'verifier', 'test-stdout.txt'), 'utf8')).toBe('started\n');
   });
@@ -183,8 +183,8 @@ describe('createHarborTrial on Docker', () => {
     expect(classifyFailure(r.error)).toMatchObject({ category: 'transient_infra', retryable: true });
     expect(r.result.failure).toMatchObject({ category: 'transient_infra', retryable: true });
     expect(r.result.failure?.error.cause).toBeDefined();
-    expect(r.result.steps.at(-1)).toMatchObject({ name: 'teardown', ok: true });
-    expect(r.result.steps.find((s) => !s.ok)?.errorType).toMatch(/SandboxLostError|TransferError/);
+    expect(r.result.steps.at(-1)).toMatchObject({ name: 'teardown', ended: 'completed' });
+    expect(r.result.steps.find((s) => s.ended === 'threw')?.errorType).toMatch(/SandboxLostError|TransferError/);
   });
 
   it('a cancelled attempt is cancelled, and still tears its sandbox down', async () => {

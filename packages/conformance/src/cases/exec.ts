@@ -246,19 +246,15 @@ export function execCases(h: Harness): void {
 
     h.defineCase({
       id: 'exec.cwd-missing',
-      title: 'a cwd that does not exist is a non-zero exit or a ConfigError, never an unclassified throw',
+      title: 'a cwd that does not exist is exit 126 with the reason on stderr, the same on every backend',
       run: async () => {
         const missing = `/tmp/${uniqueName('no-such-cwd')}`;
-        let result: Awaited<ReturnType<Environment['exec']>> | undefined;
-        try {
-          result = await env().exec(['pwd'], { cwd: missing });
-        } catch (error) {
-          await h.expectBerthError(Promise.reject(error), ConfigError);
+        for (const command of [['pwd'], 'pwd'] as const) {
+          const result = await env().exec(command, { cwd: missing });
+          expect(result).toMatchObject({ exitCode: 126, stdout: '' });
+          expect(result.stderr).toBe(`berth: cannot run in ${missing}: no such directory\n`);
         }
-        if (result) {
-          expect(result.exitCode).not.toBe(0);
-          expect(result.stdout).not.toBe(`${missing}\n`);
-        }
+        expect((await env().exec(['pwd'], { cwd: '/tmp' })).stdout).toBe('/tmp\n');
         expect((await env().exec(['echo', 'fine'])).stdout).toBe('fine\n');
       },
     });
@@ -317,24 +313,31 @@ export function execCases(h: Harness): void {
 
     h.defineCase({
       id: 'exec.missing-command',
-      title: 'a missing command is a non-zero exit code (data), not a throw',
+      title: 'a missing command is exit 127 with the reason on stderr (data, not a throw), the same on every backend',
       run: async () => {
         const argv = await env().exec(['berth-no-such-command-xyz', 'arg']);
-        expect(argv.exitCode).not.toBe(0);
+        expect(argv).toMatchObject({ exitCode: 127, stdout: '', stderr: 'berth: berth-no-such-command-xyz: command not found\n' });
         const path = await env().exec(['/no/such/binary']);
-        expect(path.exitCode).not.toBe(0);
+        expect(path).toMatchObject({ exitCode: 127, stdout: '', stderr: 'berth: /no/such/binary: no such file\n' });
         const shell = await env().exec('berth-no-such-command-xyz');
         expect(shell.exitCode).toBe(127);
+        expect(shell.stderr).toContain('berth-no-such-command-xyz');
         expect((await env().exec(['echo', 'fine'])).stdout).toBe('fine\n');
       },
     });
 
     h.defineCase({
       id: 'exec.empty-command',
-      title: 'an empty argv or a non-positive timeout is a ConfigError',
+      title: 'an empty command (string or argv), a non-string argument or stdin, or a non-positive timeout is a ConfigError',
       run: async () => {
         await h.expectBerthError(env().exec([]), ConfigError);
         await h.expectBerthError(env().exec(['']), ConfigError);
+        await h.expectBerthError(env().exec(''), ConfigError);
+        await h.expectBerthError(env().exec('  \n'), ConfigError);
+        // What JavaScript callers can pass past the types.
+        await h.expectBerthError(env().exec(['echo', 42 as unknown as string]), ConfigError);
+        const stdin = await h.expectBerthError(env().exec(['cat'], { stdin: 42 as unknown as string }), ConfigError);
+        expect(stdin.path).toBe('opts.stdin');
         await h.expectBerthError(env().exec('true', { timeoutMs: 0 }), ConfigError);
         await h.expectBerthError(env().exec('true', { timeoutMs: -5 }), ConfigError);
       },

@@ -107,6 +107,20 @@ export function lifecycleCases(h: Harness): void {
     });
 
     h.defineCase({
+      id: 'lifecycle.env-limits',
+      title: 'a large environment within the limits reaches every command; one over them is a ConfigError naming the limit',
+      run: async () => {
+        const big = 'v'.repeat(100 * 1024);
+        await h.withEnv({ env: { BIG: big } }, async (env) => {
+          expect((await env.exec('printf %s "$BIG" | wc -c')).stdout.trim()).toBe(String(big.length));
+          const error = await h.expectBerthError(env.exec('true', { env: { MORE: 'w'.repeat(200 * 1024) } }), ConfigError);
+          expect(error.path).toBe('opts.env.MORE');
+          expect(error.message).toMatch(/MAX_ARG_STRLEN/);
+        });
+      },
+    });
+
+    h.defineCase({
       id: 'lifecycle.invalid-spec',
       title: 'an invalid spec is a ConfigError naming the field, before any I/O',
       run: async () => {
@@ -118,6 +132,10 @@ export function lifecycleCases(h: Harness): void {
           ['env', { image, env: { '1BAD': 'x' } }],
           ['network', { image, network: 'bogus' }],
           ['unknownField', { image, unknownField: true }],
+          ['image.auth', { image: { ref: image, auth: { user: 'u', password: 'p4ssword-typo' } } }],
+          // Limits the kernel would impose at start: refused up front, naming the limit.
+          ['env.HUGE', { image, env: { HUGE: 'x'.repeat(200 * 1024) } }],
+          ['env', { image, env: Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`V${i}`, 'y'.repeat(100 * 1024)])) }],
         ];
         const before = h.options.faults?.listLeftovers ? await h.options.faults.listLeftovers() : [];
         for (const [field, input] of bad) {

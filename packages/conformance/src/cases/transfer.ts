@@ -217,17 +217,18 @@ export function transferCases(h: Harness): void {
 
     h.defineCase({
       id: 'transfer.wrong-kind',
-      title: 'downloadDir of a file and downloadFile of a directory reject clearly',
+      title: "downloadDir of a file and downloadFile of a directory are the caller's mistake: a ConfigError naming the path, not a task failure",
       run: async () => {
         const dir = await h.tempDir('kind');
         const base = `/tmp/${uniqueName('kind')}`;
         await run(env(), `mkdir -p ${base}/adir && echo hi > ${base}/afile`);
-        const asDir = await h.expectBerthError(env().downloadDir(`${base}/afile`, join(dir, 'd')), TransferError);
+        const asDir = await h.expectBerthError(env().downloadDir(`${base}/afile`, join(dir, 'd')), ConfigError);
         expect(asDir.message).toContain(`${base}/afile`);
         expect(asDir.message).toMatch(/not a directory|downloadFile/i);
-        const asFile = await h.expectBerthError(env().downloadFile(`${base}/adir`, join(dir, 'f')), TransferError);
+        const asFile = await h.expectBerthError(env().downloadFile(`${base}/adir`, join(dir, 'f')), ConfigError);
         expect(asFile.message).toContain(`${base}/adir`);
         expect(asFile.message).toMatch(/directory|downloadDir/i);
+        for (const error of [asDir, asFile]) expect(error).toMatchObject({ path: 'remotePath', category: 'permanent_infra', retryable: false });
         expect(await exists(join(dir, 'f'))).toBe(false);
       },
     });
@@ -263,7 +264,7 @@ export function transferCases(h: Harness): void {
 
     h.defineCase({
       id: 'transfer.unsafe-symlinks',
-      title: "downloadDir refuses symlinks pointing outside the target ('unsafe_entry') and writes nothing outside",
+      title: "symlinks leading outside the target are skipped (counted), kept, or refused ('unsafe_entry') as asked; nothing is written outside",
       run: async () => {
         const dir = await h.tempDir('unsafe');
         const base = `/tmp/${uniqueName('unsafe')}`;
@@ -271,28 +272,35 @@ export function transferCases(h: Harness): void {
           env(),
           [
             `mkdir -p ${base}/abs ${base}/up`,
-            `echo fine > ${base}/abs/ok.txt && ln -s /etc/passwd ${base}/abs/evil`,
+            `echo fine > ${base}/abs/ok.txt && ln -s /etc/passwd ${base}/abs/evil && ln -s ok.txt ${base}/abs/good`,
             `echo fine > ${base}/up/ok.txt && ln -s ../../.. ${base}/up/up`,
           ].join(' && '),
         );
         const passwdBefore = await readFile('/etc/passwd').catch(() => undefined);
+        /** Every symlink under `target`, and where it leads. */
+        const links = async (target: string) =>
+          [...(await snapshotTree(target))].flatMap(([rel, entry]) => (entry.type === 'symlink' ? [[rel, resolve(dirname(join(target, rel)), entry.target)] as const] : []));
+        const inside = (target: string, to: string) => to === target || to.startsWith(`${target}${sep}`);
         for (const name of ['abs', 'up']) {
           const outer = join(dir, name);
-          const target = join(outer, 'target');
           await mkdir(outer, { recursive: true });
-          const error = await h.expectBerthError(env().downloadDir(`${base}/${name}`, target), TransferError);
+          // The default: such links are left out and counted; the rest of the tree arrives.
+          const skipped = await env().downloadDir(`${base}/${name}`, join(outer, 'skip'));
+          expect(skipped.skippedSymlinks).toBe(1);
+          expect(await readFile(join(outer, 'skip', 'ok.txt'), 'utf8')).toBe('fine\n');
+          for (const [rel, to] of await links(join(outer, 'skip'))) expect(inside(join(outer, 'skip'), to), `${rel} leads outside`).toBe(true);
+          // 'keep': made as they are, as docker cp does.
+          const kept = await env().downloadDir(`${base}/${name}`, join(outer, 'keep'), { outsideLinks: 'keep' });
+          expect(kept.skippedSymlinks).toBe(0);
+          expect((await links(join(outer, 'keep'))).some(([, to]) => !inside(join(outer, 'keep'), to))).toBe(true);
+          // 'refuse': the whole download fails, and leaves nothing that leads out.
+          const target = join(outer, 'refuse');
+          const error = await h.expectBerthError(env().downloadDir(`${base}/${name}`, target, { outsideLinks: 'refuse' }), TransferError);
           expect(error.reason, error.message).toBe('unsafe_entry');
-          // Nothing beside the target, and nothing inside it that leads out.
-          expect(await readdir(outer)).toEqual((await exists(target)) ? ['target'] : []);
-          if (await exists(target)) {
-            for (const [rel, entry] of await snapshotTree(target)) {
-              if (entry.type === 'symlink') {
-                const to = resolve(dirname(join(target, rel)), entry.target);
-                expect(to === target || to.startsWith(`${target}${sep}`), `${rel} -> ${entry.target} leads outside`).toBe(true);
-              }
-            }
-          }
+          if (await exists(target)) for (const [rel, to] of await links(target)) expect(inside(target, to), `${rel} leads outside`).toBe(true);
+          expect((await readdir(outer)).sort()).toEqual((await exists(target)) ? ['keep', 'refuse', 'skip'] : ['keep', 'skip']);
         }
+        expect(await readFile(join(dir, 'abs', 'skip', 'good'), 'utf8')).toBe('fine\n');
         const passwdAfter = await readFile('/etc/passwd').catch(() => undefined);
         expect(passwdAfter).toEqual(passwdBefore);
       },

@@ -22,12 +22,17 @@ export class UnsafeEntryError extends Error {
 }
 
 const unexpectedEntry = Symbol.for('berth.archive.UnexpectedEntryError');
-/** The archive held something other than what was asked for (a directory for a file...). */
+/**
+ * The archive held something other than what was asked for: a directory for downloadFile, a file
+ * for downloadDir, a symlink (the caller's mistake), or a device or nothing at all.
+ */
 export class UnexpectedEntryError extends Error {
   private readonly [unexpectedEntry] = true;
-  constructor(message: string) {
+  readonly kind: 'directory' | 'not_directory' | 'symlink' | 'special' | 'empty';
+  constructor(kind: UnexpectedEntryError['kind'], message: string) {
     super(message);
     this.name = 'UnexpectedEntryError';
+    this.kind = kind;
   }
   static isInstance(error: unknown): error is UnexpectedEntryError {
     return error instanceof Error && (error as unknown as Record<symbol, unknown>)[unexpectedEntry] === true;
@@ -52,47 +57,74 @@ interface PendingLink {
   name: string;
 }
 
-/**
- * Create the archive's symlinks, then check each one where it really leads: through every other
- * link, as the filesystem resolves it. If any leads outside root (or loops), all of them are
- * removed again before refusing, so no escaping link is ever left behind.
- */
-async function makeSymlinks(root: string, links: readonly PendingLink[]): Promise<void> {
-  const made: string[] = [];
+/** What to do with a symlink that leads outside the target directory. */
+export type OutsideLinks = 'skip' | 'keep' | 'refuse';
+
+/** Where a made link really leads: through every other link, as the filesystem resolves it. */
+async function leadsOutside(root: string, link: PendingLink): Promise<boolean> {
+  let real: string;
   try {
-    for (const link of links) {
+    real = await realpath(link.dest);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw new UnsafeEntryError(link.name, 'symlinks form a loop');
+    if (code !== 'ENOENT') throw error;
+    // Dangling: judge where it would lead from its real directory.
+    real = resolve(await realpath(dirname(link.dest)), link.target);
+  }
+  return !isInside(root, real);
+}
+
+/**
+ * Create the archive's symlinks (those kept as they are first), then check each of the others
+ * where it really leads. One that leads outside root, alone or through other links, is removed
+ * and skipped (again until none is left), or with 'refuse' every link is removed before refusing,
+ * so no escaping link is ever left behind unless the caller asked to keep them. Returns how many
+ * were skipped.
+ */
+async function makeSymlinks(root: string, links: readonly PendingLink[], kept: readonly PendingLink[], policy: OutsideLinks): Promise<number> {
+  const made: string[] = [];
+  let skipped = 0;
+  try {
+    for (const link of [...links, ...kept]) {
       // A directory here means other entries were placed beneath this link's path: the archive
       // wants to write through its own symlink, which is how escapes are built.
       if ((await clearSlot(link.dest)) === 'directory') throw new UnsafeEntryError(link.name, 'other entries of the archive lie beneath this symlink');
       await symlink(link.target, link.dest);
       made.push(link.dest);
     }
-    for (const link of links) {
-      let real: string;
-      try {
-        real = await realpath(link.dest);
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code === 'ELOOP') throw new UnsafeEntryError(link.name, 'symlinks form a loop');
-        if (code !== 'ENOENT') throw error;
-        // Dangling: judge where it would lead from its real directory.
-        real = resolve(await realpath(dirname(link.dest)), link.target);
+    // 'keep' makes every link as it is: nothing is written after them, so none is followed.
+    let checking = policy === 'keep' ? [] : [...links];
+    for (let changed = true; changed; ) {
+      changed = false;
+      const still: PendingLink[] = [];
+      for (const link of checking) {
+        if (!(await leadsOutside(root, link))) {
+          still.push(link);
+          continue;
+        }
+        if (policy === 'refuse') throw new UnsafeEntryError(link.name, `symlink to "${link.target}" leads outside the target through other links`);
+        await unlink(link.dest);
+        skipped++;
+        changed = true;
       }
-      if (!isInside(root, real)) throw new UnsafeEntryError(link.name, `symlink to "${link.target}" leads outside the target through other links`);
+      checking = still;
     }
   } catch (error) {
     await Promise.all(made.map((p) => unlink(p).catch(() => undefined)));
     throw error;
   }
+  return skipped;
 }
 
 /**
  * Extract a tar stream (as Docker's archive API sends it: entries under the source's basename)
- * into `localDir`. Refuses entries that would land outside it: '..', absolute names, symlinks
- * whose target points outside, and anything that would be written through a symlink.
+ * into `localDir`. Nothing is ever written outside it: '..', absolute names and anything that
+ * would be written through a symlink are refused. Symlinks that lead outside are skipped
+ * (counted in skippedSymlinks), kept as links, or refused, as `outsideLinks` says.
  * Streams entry by entry: memory does not grow with the size of the tree.
  */
-export async function extractDirectory(source: NodeJS.ReadableStream, localDir: string): Promise<TransferStats> {
+export async function extractDirectory(source: NodeJS.ReadableStream, localDir: string, outsideLinks: OutsideLinks = 'skip'): Promise<TransferStats> {
   const started = Date.now();
   const stats: TransferStats = { files: 0, directories: 0, symlinks: 0, bytes: 0, durationMs: 0 };
   await mkdir(localDir, { recursive: true });
@@ -100,6 +132,8 @@ export async function extractDirectory(source: NodeJS.ReadableStream, localDir: 
   const safeDirs = new Set<string>([root]);
   const dirModes: Array<[string, number, Date]> = [];
   const symlinks: PendingLink[] = [];
+  const keptOutside: PendingLink[] = [];
+  let skippedLinks = 0;
 
   // Every parent of a written path must really be inside root (no symlink on the way).
   async function ensureParent(dest: string, entry: string): Promise<void> {
@@ -119,7 +153,7 @@ export async function extractDirectory(source: NodeJS.ReadableStream, localDir: 
     const rel = entryPath(header.name);
     if (rel === undefined) {
       // The top directory itself.
-      if (header.type !== 'directory') throw new UnexpectedEntryError(`${header.name} is not a directory: use downloadFile`);
+      if (header.type !== 'directory') throw new UnexpectedEntryError('not_directory', `${header.name} is not a directory: use downloadFile`);
       if (header.type === 'directory') dirModes.push([root, header.mode ?? 0o755, header.mtime ?? new Date()]);
       entry.resume();
       continue;
@@ -140,9 +174,13 @@ export async function extractDirectory(source: NodeJS.ReadableStream, localDir: 
       }
       case 'symlink': {
         const target = header.linkname ?? '';
-        if (isAbsolute(target)) throw new UnsafeEntryError(header.name, `symlink to absolute path "${target}" points outside the target`);
-        if (!isInside(root, resolve(dirname(dest), target))) {
-          throw new UnsafeEntryError(header.name, `symlink to "${target}" points outside the target`);
+        const outside = isAbsolute(target) ? `symlink to absolute path "${target}" points outside the target` : !isInside(root, resolve(dirname(dest), target)) ? `symlink to "${target}" points outside the target` : undefined;
+        if (outside) {
+          entry.resume();
+          if (outsideLinks === 'refuse') throw new UnsafeEntryError(header.name, outside);
+          if (outsideLinks === 'keep') keptOutside.push({ dest, target, name: header.name });
+          else skippedLinks++;
+          break;
         }
         // Made after everything else: no entry is ever written through an archive's symlink, and
         // the links are checked in their final state (chains of links can escape where each
@@ -187,8 +225,9 @@ export async function extractDirectory(source: NodeJS.ReadableStream, localDir: 
     }
   }
   await feeding;
-  await makeSymlinks(root, symlinks);
-  stats.symlinks += symlinks.length;
+  const skippedThroughLinks = await makeSymlinks(root, symlinks, keptOutside, outsideLinks);
+  stats.symlinks += symlinks.length + keptOutside.length - skippedThroughLinks;
+  stats.skippedSymlinks = skippedLinks + skippedThroughLinks;
   // Directory modes last and deepest first, so a read-only directory does not block its children.
   for (const [dir, mode, mtime] of dirModes.reverse()) {
     await chmod(dir, mode & 0o7777);
@@ -213,12 +252,12 @@ export async function extractSingleFile(source: NodeJS.ReadableStream, localPath
       entry.resume();
       continue;
     }
-    if (header.type === 'directory') throw new UnexpectedEntryError(`${remotePath} is a directory: use downloadDir`);
+    if (header.type === 'directory') throw new UnexpectedEntryError('directory', `${remotePath} is a directory: use downloadDir`);
     if (header.type === 'symlink') {
-      throw new UnexpectedEntryError(`${remotePath} is a symlink to "${header.linkname ?? ''}": download its target instead`);
+      throw new UnexpectedEntryError('symlink', `${remotePath} is a symlink to "${header.linkname ?? ''}": download its target instead`);
     }
     if (header.type !== 'file' && header.type !== 'contiguous-file') {
-      throw new UnexpectedEntryError(`${remotePath} is not a regular file (${header.type ?? 'unknown'})`);
+      throw new UnexpectedEntryError('special', `${remotePath} is not a regular file (${header.type ?? 'unknown'})`);
     }
     await mkdir(dirname(localPath), { recursive: true });
     await clearSlot(localPath);
@@ -228,7 +267,7 @@ export async function extractSingleFile(source: NodeJS.ReadableStream, localPath
     bytes = header.size ?? 0;
   }
   await feeding;
-  if (bytes < 0) throw new UnexpectedEntryError(`the archive of ${remotePath} was empty`);
+  if (bytes < 0) throw new UnexpectedEntryError('empty', `the archive of ${remotePath} was empty`);
   return bytes;
 }
 

@@ -44,6 +44,18 @@ function streamEntry(pack: Pack, header: Parameters<Pack['entry']>[0], path: str
   });
 }
 
+export interface PackOptions {
+  /**
+   * An empty file written as the archive's last entry, at this path in the sandbox. Tar extracts
+   * in order, so finding it there proves every entry before it arrived.
+   */
+  trailer?: string;
+}
+
+async function writeTrailer(pack: Pack, trailer: string | undefined): Promise<void> {
+  if (trailer) await writeEntry(pack, { name: archiveName(trailer), type: 'file', size: 0, mode: 0o600, mtime: new Date(), ...OWNER }, Buffer.alloc(0));
+}
+
 /** tar-stream's pack is a streamx stream: hand backends a Node stream (pipe, addAbortSignal, pipeline). */
 function nodeStream(pack: Pack): Readable {
   return Readable.from(pack, { objectMode: false });
@@ -54,7 +66,7 @@ const OWNER = { uid: 0, gid: 0, uname: 'root', gname: 'root' };
 /**
  * Stream a local file as a one-entry tar whose entry lands at `remotePath` when extracted at '/'.
  */
-export function packFile(localPath: string, remotePath: string): PackedTree {
+export function packFile(localPath: string, remotePath: string, options: PackOptions = {}): PackedTree {
   const stream = tarPack();
   const packed = nodeStream(stream);
   const started = Date.now();
@@ -64,6 +76,7 @@ export function packFile(localPath: string, remotePath: string): PackedTree {
       const header = { name: archiveName(remotePath), mode: st.mode & 0o7777, mtime: st.mtime, size: st.size, type: 'file' as const, ...OWNER };
       if (st.size < SMALL_FILE) await writeEntry(stream, header, await readFile(localPath));
       else await streamEntry(stream, header, localPath);
+      await writeTrailer(stream, options.trailer);
       stream.finalize();
       return { files: 1, directories: 0, symlinks: 0, bytes: st.size, durationMs: Date.now() - started };
     } catch (error) {
@@ -79,7 +92,7 @@ export function packFile(localPath: string, remotePath: string): PackedTree {
  * '/'. Keeps modes (exec bits), symlinks (as links) and empty directories; sockets and FIFOs are
  * skipped. Parents of remoteDir are not emitted, so existing ones keep their modes.
  */
-export function packDirectory(localDir: string, remoteDir: string): PackedTree {
+export function packDirectory(localDir: string, remoteDir: string, options: PackOptions = {}): PackedTree {
   const stream = tarPack();
   const packed = nodeStream(stream);
   const started = Date.now();
@@ -124,6 +137,7 @@ export function packDirectory(localDir: string, remoteDir: string): PackedTree {
       if (entries === 0 && prefix) {
         await writeEntry(stream, { name: prefix, mode: st.mode & 0o7777, mtime: st.mtime, type: 'directory', ...OWNER });
       }
+      await writeTrailer(stream, options.trailer);
       stream.finalize();
       stats.durationMs = Date.now() - started;
       return stats;

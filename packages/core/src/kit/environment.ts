@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EventEmitter } from 'eventemitter3';
 import { cancelledFrom, raceAbort, throwIfAborted } from '../abort.js';
-import type { Environment, EnvironmentEvents, EnvironmentPhase, ExecOptions, ExecResult, TransferOptions, TransferStats } from '../contract.js';
+import type { DownloadDirOptions, Environment, EnvironmentEvents, EnvironmentPhase, ExecOptions, ExecResult, TransferOptions, TransferStats } from '../contract.js';
 import {
   BackendUnavailableError,
   BerthError,
@@ -276,7 +276,7 @@ export class SandboxEnvironment implements Environment {
 
   async exec(command: string | readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
     this.#usable('exec');
-    const argv = execArgv(command, opts, this.#ctx('exec'));
+    const argv = execArgv(command, opts, this.#ctx('exec'), this.spec.env);
     throwIfAborted(opts.signal, this.#ctx('exec'));
     let outcome;
     try {
@@ -315,7 +315,7 @@ export class SandboxEnvironment implements Environment {
     return this.#transfers.downloadFile(remotePath, localPath, opts);
   }
 
-  downloadDir(remoteDir: string, localDir: string, opts: TransferOptions = {}): Promise<TransferStats> {
+  downloadDir(remoteDir: string, localDir: string, opts: DownloadDirOptions = {}): Promise<TransferStats> {
     return this.#transfers.downloadDir(remoteDir, localDir, opts);
   }
 }

@@ -16,8 +16,12 @@ export interface PullCredentialSources {
   registrySecrets?: Record<string, RegistrySecret>;
   /** Resolves `{ aws }` auth to an ECR login (e.g. via @aws-sdk/client-ecr GetAuthorizationToken). */
   ecrLogin?: (ref: ImageRef, aws: AwsAuth) => Promise<{ username: string; password: string }>;
-  /** Environment for Docker config lookup (DOCKER_CONFIG, DOCKER_AUTH_CONFIG); default process.env. */
-  env?: Record<string, string | undefined>;
+  /**
+   * Where Docker-config credentials are looked up: the variables DOCKER_CONFIG, DOCKER_AUTH_CONFIG
+   * and HOME (and the PATH credential helpers run with). Default process.env. Not the sandbox's
+   * environment: that is spec.env.
+   */
+  dockerConfigEnv?: Record<string, string | undefined>;
 }
 
 export interface PullAuthContext {
@@ -77,7 +81,7 @@ export async function resolvePullCredential(
     registerSecret(auth.identityToken);
     return { serverAddress, identityToken: auth.identityToken };
   }
-  const found = await resolveRegistryCredential(ref.registry, sources.env ? { env: sources.env } : {});
+  const found = await resolveRegistryCredential(ref.registry, sources.dockerConfigEnv ? { env: sources.dockerConfigEnv } : {});
   if (found?.identityToken) return { serverAddress: found.serverAddress, identityToken: found.identityToken };
   if (found?.username !== undefined && found.password !== undefined) {
     return { serverAddress: found.serverAddress, username: found.username, password: found.password };

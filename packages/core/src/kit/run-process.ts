@@ -5,6 +5,7 @@ import type { Readable } from 'node:stream';
 import type { ExecOptions, ExecResult } from '../contract.js';
 import { cancelledFrom, raceAbort } from '../abort.js';
 import { BackendUnavailableError, ConfigError, type Operation } from '../errors.js';
+import { envSizeProblem } from '../spec.js';
 import { TailBuffer } from '../tail-buffer.js';
 import { EXEC_MARKER, KILL_TIMEOUT_MS, killProcessTree } from './process-tree.js';
 import { stdinStream } from './stdin.js';
@@ -31,22 +32,52 @@ interface Context {
   environmentId: string;
 }
 
-/** The argv an exec runs, after checking the caller's input: a ConfigError says what was wrong. */
-export function execArgv(command: string | readonly string[], opts: ExecOptions, ctx: Context): readonly string[] {
-  const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
-  if (argv.length === 0 || typeof argv[0] !== 'string' || argv[0].length === 0) {
-    throw new ConfigError({ ...ctx, path: 'command', message: 'exec needs a non-empty command: a shell string or an argv array' });
-  }
-  if (opts.timeoutMs !== undefined && !(opts.timeoutMs > 0)) {
-    throw new ConfigError({ ...ctx, path: 'opts.timeoutMs', message: `timeoutMs must be a positive number of milliseconds, got ${opts.timeoutMs}` });
-  }
-  for (const name of Object.keys(opts.env ?? {})) {
-    if (!ENV_NAME.test(name)) {
-      throw new ConfigError({ ...ctx, path: `opts.env.${name}`, message: `invalid environment variable name "${name}": names are [A-Za-z_][A-Za-z0-9_]*` });
-    }
-  }
-  return argv;
+function isStdin(value: unknown): boolean {
+  if (typeof value === 'string' || value instanceof Uint8Array) return true;
+  return value !== null && typeof value === 'object' && (Symbol.asyncIterator in value || typeof (value as { pipe?: unknown }).pipe === 'function');
 }
+
+/**
+ * The argv an exec runs, after checking the caller's input: a ConfigError says what was wrong.
+ * One rule for empty commands: '' (or only blanks) and [''] are both refused.
+ */
+export function execArgv(command: string | readonly string[], opts: ExecOptions, ctx: Context, specEnv: Readonly<Record<string, string>> = {}): readonly string[] {
+  const refuse = (path: string, message: string) => new ConfigError({ ...ctx, path, message });
+  if (typeof command === 'string' ? command.trim() === '' : !Array.isArray(command) || typeof command[0] !== 'string' || command[0] === '') {
+    throw refuse('command', 'exec needs a non-empty command: a shell string or an argv array whose first element names the program');
+  }
+  if (Array.isArray(command) && command.some((arg) => typeof arg !== 'string')) throw refuse('command', 'every element of an argv array must be a string');
+  if (opts.timeoutMs !== undefined && !(opts.timeoutMs > 0)) throw refuse('opts.timeoutMs', `timeoutMs must be a positive number of milliseconds, got ${opts.timeoutMs}`);
+  if (opts.stdin !== undefined && !isStdin(opts.stdin)) {
+    throw refuse('opts.stdin', `stdin must be a string, a Uint8Array, a Readable or an AsyncIterable of Uint8Array; got ${opts.stdin === null ? 'null' : typeof opts.stdin}`);
+  }
+  for (const [name, value] of Object.entries(opts.env ?? {})) {
+    if (!ENV_NAME.test(name)) throw refuse(`opts.env.${name}`, `invalid environment variable name "${name}": names are [A-Za-z_][A-Za-z0-9_]*`);
+    if (typeof value !== 'string') throw refuse(`opts.env.${name}`, `opts.env.${name} must be a string, got ${typeof value}`);
+  }
+  // The command's environment is the spec's and the exec's together: the kernel limits the sum.
+  const size = envSizeProblem({ ...specEnv, ...opts.env }, 'opts.env');
+  if (size) throw refuse(size.path, size.message);
+  const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
+  // A shell string reports a missing command itself (127); an argv or a cwd goes through the
+  // launcher, so every backend says the same, on stderr, whatever its runtime would have said.
+  return typeof command === 'string' && !opts.cwd ? argv : ['/bin/sh', '-c', LAUNCHER, 'berth-exec', opts.cwd ?? '', ...argv];
+}
+
+/**
+ * Runs an exec's argv the same way on every backend: enter the cwd (exit 126 if it cannot), find
+ * the program (exit 127 if it is not there), then exec it, so the PID, signals and exit status
+ * are the command's own. Messages go to stderr, where a user looks for them.
+ */
+const LAUNCHER = [
+  'if [ -n "$1" ]; then cd "$1" 2>/dev/null || { echo "berth: cannot run in $1: no such directory" >&2; exit 126; }; fi',
+  'shift',
+  'case $1 in',
+  '  */*) [ -e "$1" ] || { echo "berth: $1: no such file" >&2; exit 127; } ;;',
+  '  *) command -v "$1" >/dev/null 2>&1 || { echo "berth: $1: command not found" >&2; exit 127; } ;;',
+  'esac',
+  'exec "$@"',
+].join('\n');
 
 function collect(stream: Readable, buffer: TailBuffer, callback: ((chunk: Uint8Array) => void) | undefined): Promise<void> {
   stream.on('data', (chunk: Buffer) => {
@@ -171,7 +202,6 @@ class ProcessRun {
     const spawning = this.#transport.spawn({
       argv,
       env: { ...this.#opts.env, [EXEC_MARKER]: this.#execId },
-      ...(this.#opts.cwd ? { cwd: this.#opts.cwd } : {}),
       stdin: this.#input !== undefined,
     });
     try {

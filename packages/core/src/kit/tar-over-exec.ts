@@ -1,12 +1,12 @@
-import { Transform, type Readable, type Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { SandboxProcess, SandboxTransport } from './transport.js';
 
 /**
  * Transfers for backends without a native archive API: a tar streamed through one process in the
  * sandbox, each way. Nothing is held whole in memory, tar's exit status and stderr are checked,
- * and an upload must be received byte for byte (a cut-short upload never resolves as success).
- * The image needs sh, tar, tee and wc, and /proc.
+ * and an upload must arrive whole (a cut-short upload never resolves as success). The image needs
+ * sh and tar.
  */
 
 const NO_TOOL = 101;
@@ -16,16 +16,15 @@ const needs = (...tools: string[]) =>
   `for t in ${tools.join(' ')}; do command -v $t >/dev/null 2>&1 || { echo "berth: the image has no $t" >&2; exit ${NO_TOOL}; }; done`;
 
 /**
- * Extract stdin at '/', counting what arrives: tee hands the bytes to tar and copies them to wc
- * through fd 5. The statuses of tee and tar and the count go to stdout (fd 4), tar's complaints
- * to stderr. No temporary files and no FIFO: if tar stops reading, tee dies of SIGPIPE, the
- * script ends, and the connection with it.
+ * Extract stdin at '/'. The archive's last entry is an empty marker file ($1): tar extracts in
+ * order, so the marker being there proves every entry before it arrived; an archive cut short
+ * lacks it, whatever tar made of the rest. tar alone reads stdin: nothing slows the stream down.
  */
 const UPLOAD_SCRIPT = [
-  needs('tar', 'tee', 'wc'),
-  'exec 4>&1',
-  'n=$( { { tee /proc/self/fd/5; echo "berth-tee $?" >&4; } | { tar -xf - -C / >&2; echo "berth-tar $?" >&4; } 5>&-; } 5>&1 | wc -c)',
-  'echo "berth-received $n"',
+  needs('tar'),
+  'tar -xf - -C / >&2; rc=$?',
+  'if [ -f "$1" ]; then rm -f "$1"; echo berth-complete; fi',
+  'exit $rc',
 ].join('\n');
 
 /** Archive $1 with entries under its basename, as Docker's archive API does. */
@@ -66,25 +65,14 @@ function text(stream: Readable): Promise<string> {
   return finished(stream).then(() => Buffer.concat(chunks).toString('utf8'));
 }
 
-/** What the upload script printed: bytes tee passed on, and the statuses of tee and tar. */
-function uploadReport(stdout: string): { received?: number; tee?: number; tar?: number } {
-  const number = (re: RegExp) => {
-    const m = re.exec(stdout);
-    return m ? Number(m[1]) : undefined;
-  };
-  const out: { received?: number; tee?: number; tar?: number } = {};
-  const received = number(/^berth-received\s+(\d+)/m);
-  const tee = number(/^berth-tee (\d+)/m);
-  const tar = number(/^berth-tar (\d+)/m);
-  if (received !== undefined) out.received = received;
-  if (tee !== undefined) out.tee = tee;
-  if (tar !== undefined) out.tar = tar;
-  return out;
-}
+/** tar's words for an archive that ended early: the connection lost the rest. */
+const TRUNCATED = /unexpected end|unexpected eof|short read|truncated|premature end/i;
 
-/** Stream a tar (entries relative to '/') into the sandbox; resolves with the bytes received. */
-export async function uploadOverExec(transport: SandboxTransport, tar: Readable): Promise<number> {
-  let sent = 0;
+/**
+ * Stream a tar (entries relative to '/', ending with the empty file `marker`) into the sandbox.
+ * Resolves once tar has extracted it all; a cut-short upload never resolves.
+ */
+export async function uploadOverExec(transport: SandboxTransport, tar: Readable, marker: string): Promise<void> {
   let localError: unknown;
   let stdin: Writable | undefined;
   // A local failure (a file vanished, an abort) may come at any time, even before the process
@@ -93,43 +81,36 @@ export async function uploadOverExec(transport: SandboxTransport, tar: Readable)
     localError ??= error;
     stdin?.end();
   });
+  // Destroyed without an error (its reader gave up, or it failed before anyone read it).
+  tar.once('close', () => {
+    if (tar.readableEnded) return;
+    localError ??= new Error('the archive stream was closed before its end');
+    stdin?.end();
+  });
   let proc: SandboxProcess;
   try {
-    proc = await transport.spawn({ argv: ['/bin/sh', '-c', UPLOAD_SCRIPT, 'berth-upload'], env: {}, stdin: true, asRoot: true });
+    proc = await transport.spawn({ argv: ['/bin/sh', '-c', UPLOAD_SCRIPT, 'berth-upload', marker], env: {}, stdin: true, asRoot: true });
   } catch (error) {
     tar.destroy();
     throw error;
   }
   stdin = proc.stdin!;
-  const counter = new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      sent += chunk.length;
-      done(null, chunk);
-    },
-  });
-  // The sandbox may stop reading early (its tar failed): its statuses say why, not the broken pipe.
+  // The sandbox may stop reading early (its tar failed): its exit status says why, not the broken pipe.
   stdin.on('error', () => undefined);
-  if (localError) stdin.end();
-  else tar.pipe(counter).pipe(stdin);
+  if (localError || tar.destroyed) {
+    localError ??= new Error('the archive stream was closed before its end');
+    stdin.end();
+  } else tar.pipe(stdin);
   try {
     const [stdout, stderr, exit] = await Promise.all([text(proc.stdout), text(proc.stderr), proc.exit]);
     if (localError) throw localError;
-    const report = uploadReport(stdout);
-    if (exit.code === NO_TOOL || report.tar === undefined) {
-      // The script never got to tar: the runtime could not start it, or a tool is missing. A
-      // runtime that could not start the process at all may say why on stdout.
-      throw failureFor(exit.code === 0 ? 1 : exit.code, stderr.trim() ? stderr : stdout);
+    const complete = /^berth-complete$/m.test(stdout);
+    if (exit.code === 0 && complete) return;
+    if (exit.code === 0 || (exit.code !== null && exit.code !== NO_TOOL && TRUNCATED.test(stderr))) {
+      throw new RemoteTarFailure('short', `the archive reached the sandbox cut short${stderr.trim() ? ` (tar: ${lastLines(stderr)})` : ''}`);
     }
-    // tar failed while reading everything there was: the archive came short (the connection lost
-    // the rest; busybox tar even calls a cut at an entry boundary a clean end). When tar stopped
-    // reading first, tee died of SIGPIPE: then tar's own failure is the story.
-    const readAll = report.tee === 0;
-    if (readAll && report.received !== sent) {
-      throw new RemoteTarFailure('short', `the sandbox received ${report.received ?? 'an unknown number of'} of ${sent} bytes`);
-    }
-    if (report.tar !== 0) throw failureFor(report.tar, stderr);
-    // tar succeeded yet tee did not finish: tar read the archive's end marker and left what followed.
-    return report.received ?? sent;
+    // A runtime that could not start the process at all may say why on stdout.
+    throw failureFor(exit.code, stderr.trim() ? stderr : stdout);
   } catch (error) {
     proc.abandon();
     throw error;

@@ -1,8 +1,10 @@
+import { randomBytes } from 'node:crypto';
+import { posix } from 'node:path';
 import { addAbortSignal, type Readable } from 'node:stream';
 import { cancelledFrom, throwIfAborted } from '../abort.js';
 import { extractDirectory, extractSingleFile, UnexpectedEntryError, UnsafeEntryError } from '../archive/extract.js';
 import { packDirectory, packFile, type PackedTree } from '../archive/pack.js';
-import type { TransferOptions, TransferStats } from '../contract.js';
+import type { DownloadDirOptions, TransferOptions, TransferStats } from '../contract.js';
 import {
   BerthError,
   ConfigError,
@@ -14,6 +16,7 @@ import {
   type Operation,
   type TransferReason,
 } from '../errors.js';
+import { isLocalIo, localFailureMessage } from './local-failure.js';
 import { downloadOverExec, RemoteTarFailure, uploadOverExec } from './tar-over-exec.js';
 import type { SandboxTransport } from './transport.js';
 
@@ -37,14 +40,6 @@ interface Paths {
   remotePath: string;
 }
 
-const LOCAL_CODES = new Set(['ENOENT', 'ENOTDIR', 'EACCES', 'EISDIR', 'ENOSPC', 'EROFS', 'EEXIST', 'EPERM']);
-
-/** A failure of the local filesystem (not a socket to the backend that happens to share the code). */
-function isLocalIo(error: unknown): boolean {
-  const e = error as { code?: unknown; syscall?: unknown; statusCode?: unknown } | undefined;
-  return typeof e?.code === 'string' && LOCAL_CODES.has(e.code) && e.syscall !== 'connect' && e.statusCode === undefined;
-}
-
 /**
  * Uploads and downloads for one environment: tar archives streamed through the transport's
  * archive API or over exec, liveness checked around them, every failure classified with the
@@ -63,11 +58,20 @@ export class Transfers {
   }
 
   async uploadFile(localPath: string, remotePath: string, opts: TransferOptions): Promise<void> {
-    await this.#run('upload', { localPath, remotePath }, opts, (signal) => this.#upload(packFile(localPath, remotePath), signal));
+    const marker = this.#marker(posix.dirname(remotePath));
+    await this.#run('upload', { localPath, remotePath }, opts, (signal) => this.#upload(packFile(localPath, remotePath, marker), marker.trailer, signal));
   }
 
   uploadDir(localDir: string, remoteDir: string, opts: TransferOptions): Promise<TransferStats> {
-    return this.#run('upload', { localPath: localDir, remotePath: remoteDir }, opts, (signal) => this.#upload(packDirectory(localDir, remoteDir), signal));
+    const marker = this.#marker(remoteDir);
+    return this.#run('upload', { localPath: localDir, remotePath: remoteDir }, opts, (signal) =>
+      this.#upload(packDirectory(localDir, remoteDir, marker), marker.trailer, signal),
+    );
+  }
+
+  /** Over exec, the archive ends with a marker file beside what it carries (see uploadOverExec). */
+  #marker(remoteDir: string): { trailer?: string } {
+    return this.#archive ? {} : { trailer: posix.join(remoteDir, `.berth-upload-${randomBytes(6).toString('hex')}`) };
   }
 
   async downloadFile(remotePath: string, localPath: string, opts: TransferOptions): Promise<void> {
@@ -75,11 +79,15 @@ export class Transfers {
     await this.#run('download', paths, opts, (signal) => this.#download(paths, (tar) => extractSingleFile(tar, localPath, remotePath), signal));
   }
 
-  downloadDir(remoteDir: string, localDir: string, opts: TransferOptions): Promise<TransferStats> {
+  downloadDir(remoteDir: string, localDir: string, opts: DownloadDirOptions): Promise<TransferStats> {
     const normalised = remoteDir.length > 1 ? remoteDir.replace(/\/+$/, '') : remoteDir;
     const paths = { localPath: localDir, remotePath: normalised };
+    const links = opts.outsideLinks ?? 'skip';
+    if (!['skip', 'keep', 'refuse'].includes(links)) {
+      throw new ConfigError({ ...this.#host.ctx('download'), path: 'opts.outsideLinks', message: `outsideLinks is 'skip', 'keep' or 'refuse'; got ${String(links)}` });
+    }
     return this.#run('download', { localPath: localDir, remotePath: remoteDir }, opts, (signal) =>
-      this.#download(paths, (tar) => extractDirectory(tar, localDir), signal),
+      this.#download(paths, (tar) => extractDirectory(tar, localDir, links), signal),
     );
   }
 
@@ -87,19 +95,32 @@ export class Transfers {
     return this.#mode === 'native' ? this.#transport.archive : undefined;
   }
 
-  async #upload(packed: PackedTree, signal: AbortSignal | undefined): Promise<TransferStats> {
+  async #upload(packed: PackedTree, marker: string | undefined, signal: AbortSignal | undefined): Promise<TransferStats> {
     packed.done.catch(() => undefined);
     const tar = signal ? addAbortSignal(signal, packed.stream) : packed.stream;
-    // Whichever fails first wins: a local read error or the sandbox refusing the archive.
-    if (this.#archive) return (await Promise.all([this.#archive.put(tar, signal), packed.done]))[1];
-    return (await Promise.all([packed.done, uploadOverExec(this.#transport, tar)]))[0];
+    try {
+      // Whichever fails first wins: a local read error or the sandbox refusing the archive.
+      if (this.#archive) return (await Promise.all([this.#archive.put(tar, signal), packed.done]))[1];
+      return (await Promise.all([packed.done, uploadOverExec(this.#transport, tar, marker!)]))[0];
+    } catch (error) {
+      // Every failed transfer releases what it opened: the packer's open files, the connection.
+      tar.destroy();
+      throw error;
+    }
   }
 
   async #download<T>(paths: Paths, extract: (tar: Readable) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
     if (this.#archive) {
       const tar = await this.#archive.get(paths.remotePath, signal);
       if (!tar) throw new RemoteTarFailure('not_found', 'does not exist in the sandbox');
-      return extract(signal ? addAbortSignal(signal, tar) : tar);
+      try {
+        return await extract(signal ? addAbortSignal(signal, tar) : tar);
+      } catch (error) {
+        // The extraction may fail before it reads a byte (a target it cannot create): the
+        // backend's response must not stay open.
+        tar.destroy();
+        throw error;
+      }
     }
     const remote = await downloadOverExec(this.#transport, paths.remotePath);
     const extracting = extract(signal ? addAbortSignal(signal, remote.stream) : remote.stream);
@@ -142,7 +163,7 @@ export class Transfers {
       const seen = await this.#host.checkAlive(operation).catch((failure: unknown) => failure);
       if (SandboxLostError.isInstance(seen) || TaskFailure.isInstance(seen)) throw fail('sandbox_lost', 'failed: the sandbox is gone', seen);
       if (BerthError.isInstance(seen)) throw fail('interrupted', `failed: ${seen.message}`, seen);
-      throw this.#classify(error, operation, fail);
+      throw await this.#classify(error, operation, { verb, remotePath: paths.remotePath }, fail);
     }
     if (this.#host.closed()) throw this.#host.interrupted(operation);
     const after = await this.#host.checkAlive(operation);
@@ -151,7 +172,12 @@ export class Transfers {
   }
 
   /** A transfer that failed while the sandbox lives: whose fault, and can a retry help? */
-  #classify(error: unknown, operation: Direction, fail: (r: TransferReason, m: string, c: unknown, cat?: FailureCategory) => TransferError): BerthError {
+  async #classify(
+    error: unknown,
+    operation: Direction,
+    { verb, remotePath }: { verb: string; remotePath: string },
+    fail: (r: TransferReason, m: string, c: unknown, cat?: FailureCategory) => TransferError,
+  ): Promise<BerthError> {
     if (TransferError.isInstance(error) || ConfigError.isInstance(error)) return error;
     if (error instanceof RemoteTarFailure) {
       switch (error.kind) {
@@ -168,8 +194,17 @@ export class Transfers {
     }
     // What the sandbox holds is the task's business: a link out of it is not misconfiguration.
     if (UnsafeEntryError.isInstance(error)) return fail('unsafe_entry', `refused: ${error.message}`, error, 'task_failure');
-    if (UnexpectedEntryError.isInstance(error)) return fail('not_found', `failed: ${error.message}`, error, 'task_failure');
-    if (isLocalIo(error)) return fail('local_io', `failed on the local side: ${(error as Error).message}`, error);
+    if (UnexpectedEntryError.isInstance(error)) {
+      // downloadFile on a directory, downloadDir on a file, a symlink: the caller asked for the
+      // wrong thing, which is no score of the task.
+      if (error.kind === 'directory' || error.kind === 'not_directory' || error.kind === 'symlink') {
+        const what =
+          error.kind === 'symlink' ? error.message : `${remotePath} ${error.kind === 'directory' ? 'is a directory: use downloadDir' : 'is not a directory: use downloadFile'}`;
+        return new ConfigError({ ...this.#host.ctx(operation), path: 'remotePath', message: `${verb} refused: ${what}`, cause: error });
+      }
+      return fail('not_found', `failed: ${error.message}`, error, 'task_failure');
+    }
+    if (isLocalIo(error)) return fail('local_io', `failed on the local side: ${await localFailureMessage(error, operation)}`, error);
     const mapped = BerthError.isInstance(error) ? error : this.#transport.mapError(error, operation);
     if (mapped) return fail('interrupted', `failed: ${mapped.message}`, mapped);
     return fail('remote_io', `failed: ${error instanceof Error ? error.message : String(error)}`, error);

@@ -60,11 +60,10 @@ export type SandboxStatus =
     };
 
 export interface ProcessRequest {
-  /** An exact argv; the kit adds `sh -c` for shell strings. */
+  /** An exact argv; the kit adds `sh -c` for shell strings, and enters an exec's cwd itself. */
   argv: readonly string[];
   /** The whole environment to add for this process (spec env is the backend's business). */
   env: Readonly<Record<string, string>>;
-  cwd?: string;
   /** Attach a stdin the kit will write to and close. */
   stdin: boolean;
   /** Run as root where the backend can choose the user (the tree killer, transfers over exec). */

@@ -4,6 +4,7 @@ export const DEFAULT_VALIDITY: Required<ValidityThresholds> = {
   minCoverage: 0.95,
   maxPermanentInfra: 0,
   maxUnclassified: 0,
+  maxUnscored: 0,
 };
 
 function numericField(outcome: JsonValue | undefined, field: string): number | undefined {
@@ -35,6 +36,7 @@ export function buildRunReport(
     byCategory: {},
     byType: {},
     unclassified: 0,
+    unscored: 0,
     valid: true,
     invalidReasons: [],
     durationMs: options.durationMs,
@@ -44,7 +46,10 @@ export function buildRunReport(
   const permanentTypes = new Set<string>();
   for (const task of tasks) {
     report.attempts += task.attempts.length;
-    report.retries += Math.max(0, task.attempts.length - 1);
+    // An attempt after one the run stopped (a deadline, a Ctrl-C) is that attempt run again, not a retry.
+    task.attempts.forEach((attempt, i) => {
+      if (i > 0 && !task.attempts[i - 1]!.failure?.stoppedBy) report.retries++;
+    });
     for (const attempt of task.attempts) {
       if (!attempt.failure) continue;
       const { category, type } = attempt.failure;
@@ -62,7 +67,7 @@ export function buildRunReport(
         if (value !== undefined) {
           sum += value;
           over++;
-        }
+        } else report.unscored++;
       }
     } else if (task.status === 'infra_failed') {
       report.infraFailed.total++;
@@ -93,6 +98,12 @@ export function buildRunReport(
   }
   if (report.unclassified > limits.maxUnclassified) {
     reasons.push(`${report.unclassified} task(s) ended on an unclassified error: nobody knows whose fault it was`);
+  }
+  if (report.unscored > limits.maxUnscored) {
+    reasons.push(
+      `${report.unscored} scored task(s) have no numeric "${field}" in their outcome, so the mean leaves them out: ` +
+        `return { ${field}: <number> } from the trial (or set scoreField to the field it returns)`,
+    );
   }
   if (report.total > 0 && report.coverage < limits.minCoverage) {
     reasons.push(

@@ -62,6 +62,8 @@ export interface ValidityThresholds {
   maxPermanentInfra?: number;
   /** Unclassified failures tolerated (tasks). Default 0. */
   maxUnclassified?: number;
+  /** Scored tasks whose outcome has no numeric score field, tolerated. Default 0. */
+  maxUnscored?: number;
 }
 
 export interface RunReport {
@@ -74,12 +76,18 @@ export interface RunReport {
   /** scored / total; never hidden. */
   coverage: number;
   attempts: number;
+  /** Attempts after a task's first that retried a failure (re-runs of attempts the run itself stopped are not retries). */
   retries: number;
   /** Failed attempts by category and by error type (every attempt, not only final ones). */
   byCategory: Record<string, number>;
   byType: Record<string, number>;
   /** Tasks whose final failure nobody classified. */
   unclassified: number;
+  /**
+   * Scored tasks whose outcome has no numeric score field (a trial that returned nothing, or
+   * another shape): they are in `scored` but not in `score.over`.
+   */
+  unscored: number;
   /**
    * The mean of the numeric outcome field (`scoreField`, default 'reward') over scored tasks, task
    * failures counting as 0. Always read beside `coverage`.

@@ -34,7 +34,6 @@ export class LocalTransport implements SandboxTransport {
     this.spawned.push(request);
     const child = spawn(request.argv[0]!, request.argv.slice(1), {
       env: { PATH: this.faults.path ?? process.env.PATH ?? '/usr/bin:/bin', ...request.env },
-      ...(request.cwd ? { cwd: request.cwd } : {}),
       stdio: [request.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });
     const exit = new Promise<{ code: number | null; signal?: string }>((resolve, reject) => {

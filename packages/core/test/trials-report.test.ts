@@ -1,0 +1,54 @@
+// The report's accounting for outcomes it cannot average, and what counts as a retry.
+import { describe, expect, it } from 'vitest';
+import { buildRunReport } from '../src/trials/report.js';
+import type { AttemptRecord, TaskRecord } from '../src/trials/types.js';
+
+const attempt = (n: number, extra: Partial<AttemptRecord>): AttemptRecord => ({
+  taskId: 't',
+  attempt: n,
+  startedAt: 0,
+  endedAt: 1,
+  durationMs: 1,
+  status: 'outcome',
+  ...extra,
+});
+
+describe('run report', () => {
+  it('counts scored tasks without a numeric score field, and makes the run invalid by default', () => {
+    const tasks: TaskRecord[] = [
+      { taskId: 'a', status: 'scored', attempts: [attempt(1, { outcome: { reward: 1 } })], chosenAttempt: 1, outcome: { reward: 1 } },
+      { taskId: 'b', status: 'scored', attempts: [attempt(1, { outcome: null })], chosenAttempt: 1, outcome: null },
+      { taskId: 'c', status: 'scored', attempts: [attempt(1, { outcome: { passed: true } })], chosenAttempt: 1, outcome: { passed: true } },
+    ];
+    const report = buildRunReport(tasks, { durationMs: 5 });
+    expect(report).toMatchObject({ scored: 3, unscored: 2, valid: false, score: { mean: 1, over: 1 } });
+    expect(report.invalidReasons.join(' ')).toContain('2 scored task(s) have no numeric "reward"');
+    expect(buildRunReport(tasks, { durationMs: 5, validity: { maxUnscored: 2 } }).valid).toBe(true);
+  });
+
+  it('an attempt after one the run stopped is not a retry', () => {
+    const stopped = { category: 'cancelled' as const, type: 'CancelledError', message: 'stopped', unclassified: false, retryable: false, stoppedBy: 'cancelled' as const };
+    const lost = { category: 'transient_infra' as const, type: 'SandboxLostError', message: 'lost', unclassified: false, retryable: true };
+    const tasks: TaskRecord[] = [
+      {
+        taskId: 'a',
+        status: 'scored',
+        attempts: [attempt(1, { status: 'failed', failure: stopped }), attempt(2, { status: 'failed', failure: lost }), attempt(3, { outcome: { reward: 0 } })],
+        chosenAttempt: 3,
+        outcome: { reward: 0 },
+      },
+    ];
+    expect(buildRunReport(tasks, { durationMs: 1 })).toMatchObject({ attempts: 3, retries: 1 });
+  });
+});
+
+describe('run events without installing anything else', () => {
+  it('EventEmitter comes from @berth/core itself', async () => {
+    const { EventEmitter, runTrials } = await import('../src/index.js');
+    const events = new EventEmitter<import('../src/index.js').RunEvents>();
+    const settled: string[] = [];
+    events.on('task:settled', (task) => settled.push(task.taskId));
+    await runTrials(['a', 'b'], async () => ({ reward: 1 }), { events });
+    expect(settled.sort()).toEqual(['a', 'b']);
+  });
+});
