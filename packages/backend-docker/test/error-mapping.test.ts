@@ -72,6 +72,23 @@ describe('docker error mapping', () => {
     expect(error.message).not.toContain('not-the-password-123');
   });
 
+  it('an anonymous pull of a private image says so, in the same words as preflight (no misleading "HTTP code 500 server error")', async () => {
+    await forget(PRIVATE);
+    const noCredentials = await mkdtemp(join(tmpdir(), 'berth-nocreds-'));
+    try {
+      const backend = createDockerBackend({ dockerConfigEnv: { DOCKER_CONFIG: noCredentials } });
+      const error = await failure(backend.start({ image: PRIVATE, network: 'none' }));
+      expect(error).toMatchObject({ type: 'ImagePullError', reason: 'unauthorized' });
+      expect(error.message).not.toMatch(/HTTP code|server error/);
+      expect(error.message).toContain('no credentials were found for this registry');
+      const check = (await backend.preflight({ image: PRIVATE })).checks.find((c) => c.name === 'image');
+      const words = (m: string) => m.replace(/^pulling \S+ failed: /, '').replace(/Head "[^"]*"|Get "[^"]*"/g, '<url>');
+      expect(words(check!.message)).toBe(words(error.message));
+    } finally {
+      await rm(noCredentials, { recursive: true });
+    }
+  });
+
   it('manifest unknown -> ImagePullError not_found', async () => {
     const error = await failure(createDockerBackend().start({ image: { ref: '127.0.0.1:5000/berth/private-busybox:no-such-tag', auth: GOOD_AUTH } }));
     expect(error).toMatchObject({ type: 'ImagePullError', reason: 'not_found', category: 'permanent_infra' });

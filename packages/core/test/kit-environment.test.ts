@@ -155,6 +155,15 @@ describe('kit transfers over exec', () => {
     expect((error as TransferError).message).toMatch(/tar in the sandbox exited/);
   });
 
+  it('a local target that cannot be made says which parent is in the way', async () => {
+    const { env } = await started();
+    const dir = await tempDir();
+    await writeFile(join(dir, 'afile'), 'x');
+    const error = await env.downloadDir('/tmp', join(dir, 'afile', 'sub', 'deeper')).catch((e: unknown) => e);
+    expect(error).toMatchObject({ type: 'TransferError', reason: 'local_io' });
+    expect((error as Error).message).toContain(`${join(dir, 'afile')} is a file, not a directory`);
+  });
+
   it('a missing remote path is not_found (the task), and a dead sandbox is sandbox_lost (transient)', async () => {
     const { env, transport } = await started();
     const missing = await env.downloadDir('/definitely/not/here', await tempDir()).catch((e: unknown) => e);

@@ -52,3 +52,29 @@ describe('run events without installing anything else', () => {
     expect(settled.sort()).toEqual(['a', 'b']);
   });
 });
+
+describe('duration across a resume', () => {
+  it("is every session's time, not only the resumed part's", async () => {
+    const { mkdtemp, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { runTrials, VirtualClock } = await import('../src/index.js');
+    const dir = await mkdtemp(join(tmpdir(), 'berth-duration-'));
+    try {
+      const journal = join(dir, 'journal.jsonl');
+      const run = (clock: InstanceType<typeof VirtualClock>, deadlineMs?: number) =>
+        runTrials(['a', 'b', 'c'], async (_task, { signal }) => {
+          await clock.sleep(1000, signal);
+          return { reward: 1 };
+        }, { journal, clock, concurrency: 1, ...(deadlineMs ? { deadlineMs } : {}) });
+      const first = await run(new VirtualClock(), 1500);
+      expect(first.report.durationMs).toBe(1500);
+      // Resumed much later: the time in between is not the run's.
+      const second = await run(new VirtualClock(1_000_000));
+      expect(second.report.scored).toBe(3);
+      expect(second.report.durationMs).toBe(1500 + 2000);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

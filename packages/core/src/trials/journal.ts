@@ -7,7 +7,7 @@ import type { AttemptRecord, JsonValue } from './types.js';
 /**
  * An append-only JSONL journal of a run: a header naming the run (its tasks and the options that
  * change results), then a `start` line when an attempt begins and an `attempt` line when it
- * settles. Each line is written with one write(2) as it happens, so a crash (even SIGKILL) loses at
+ * settles; a `session` line each time the run is resumed. Each line is written with one write(2) as it happens, so a crash (even SIGKILL) loses at
  * most the line being written; resuming reuses every settled attempt and never runs one twice.
  */
 
@@ -35,7 +35,13 @@ interface AttemptLine {
   record: AttemptRecord;
 }
 
-type JournalLine = JournalHeader | StartLine | AttemptLine;
+/** A run resumed from this journal: earlier sessions' time is summed from these. */
+interface SessionLine {
+  type: 'session';
+  at: number;
+}
+
+type JournalLine = JournalHeader | StartLine | AttemptLine | SessionLine;
 
 export interface JournalIdentity {
   taskIds: readonly string[];
@@ -54,6 +60,8 @@ export interface JournalState {
   attempts: Map<string, AttemptRecord[]>;
   /** Attempts that started but never settled: the process died under them. */
   interrupted: number;
+  /** Time the earlier sessions of this run took, each from its start to its last journaled moment. */
+  priorDurationMs: number;
 }
 
 export class RunJournal {
@@ -83,8 +91,9 @@ export class RunJournal {
           createdAt: now,
         };
         journal.#append(header);
-        return { journal, state: { attempts: new Map(), interrupted: 0 } };
+        return { journal, state: { attempts: new Map(), interrupted: 0, priorDurationMs: 0 } };
       }
+      journal.#append({ type: 'session', at: now });
       return { journal, state };
     } catch (error) {
       closeSync(fd);
@@ -138,9 +147,18 @@ export class RunJournal {
     }
     const attempts = new Map<string, AttemptRecord[]>();
     const started = new Set<string>();
+    let priorDurationMs = 0;
+    let sessionStart = header.createdAt;
+    let last = header.createdAt;
     for (const line of parsed.slice(1)) {
-      if (line.type === 'start') started.add(`${line.taskId}\u0000${line.attempt}`);
-      else if (line.type === 'attempt') {
+      if (line.type === 'session') {
+        priorDurationMs += Math.max(0, last - sessionStart);
+        sessionStart = last = line.at;
+      } else if (line.type === 'start') {
+        last = Math.max(last, line.at);
+        started.add(`${line.taskId}\u0000${line.attempt}`);
+      } else if (line.type === 'attempt') {
+        last = Math.max(last, line.record.endedAt);
         const list = attempts.get(line.record.taskId) ?? [];
         list.push(line.record);
         attempts.set(line.record.taskId, list);
@@ -148,7 +166,8 @@ export class RunJournal {
       }
     }
     for (const list of attempts.values()) list.sort((a, b) => a.attempt - b.attempt);
-    return { attempts, interrupted: started.size };
+    priorDurationMs += Math.max(0, last - sessionStart);
+    return { attempts, interrupted: started.size, priorDurationMs };
   }
 
   #append(line: JournalLine): void {

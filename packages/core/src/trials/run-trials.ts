@@ -50,15 +50,17 @@ export async function runTrials<T, O extends JsonValue>(
   const startedAt = clock.now();
   let journal: RunJournal | undefined;
   let resume: RunResult<O>['resume'];
+  let priorDurationMs = 0;
   if (options.journal) {
     const opened = RunJournal.open(options.journal, { taskIds: states.map((s) => s.id), maxAttempts, scoreField }, startedAt);
     journal = opened.journal;
     resume = resumeTasks(states, opened.state);
+    priorDurationMs = opened.state.priorDurationMs;
   }
 
   const run = new TrialRun(states, trial, { clock, events, concurrency, policy, deadlineMs: options.deadlineMs, signal: options.signal, journal });
   const records = await run.run();
-  const report = buildRunReport(records, { scoreField, validity: options.validity ?? {}, durationMs: clock.now() - startedAt });
+  const report = buildRunReport(records, { scoreField, validity: options.validity ?? {}, durationMs: priorDurationMs + clock.now() - startedAt });
   events.emit('run:end', report);
   const result: RunResult<O> = { report, tasks: records };
   if (resume) result.resume = resume;

@@ -96,6 +96,7 @@ export interface RunReport {
   valid: boolean;
   /** Why the run is invalid, in words; empty when valid. */
   invalidReasons: string[];
+  /** The run's time: after a resume, every session's (each from its start to its last journaled moment) summed. */
   durationMs: number;
 }
 
