@@ -1,9 +1,11 @@
-import { chmod, link, lstat, mkdir, open, realpath, symlink, unlink, utimes, writeFile, type FileHandle } from 'node:fs/promises';
+import { closeSync, constants, fchmodSync, futimesSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { chmod, link, lstat, mkdir, open, realpath, symlink, unlink, utimes, type FileHandle } from 'node:fs/promises';
 import { dirname, isAbsolute, posix, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { extract as tarExtract } from 'tar-stream';
 import type { TransferStats } from '../contract.js';
 import { isInside, SMALL_FILE } from './paths.js';
+import { TimeSlice } from './time-slice.js';
 
 const unsafeEntry = Symbol.for('berth.archive.UnsafeEntryError');
 /** An entry that would land outside the target directory. */
@@ -133,6 +135,7 @@ export async function extractDirectory(source: NodeJS.ReadableStream, localDir: 
   const dirModes: Array<[string, number, Date]> = [];
   const symlinks: PendingLink[] = [];
   const keptOutside: PendingLink[] = [];
+  const slice = new TimeSlice();
   let skippedLinks = 0;
 
   // Every parent of a written path must really be inside root (no symlink on the way).
@@ -203,18 +206,19 @@ export async function extractDirectory(source: NodeJS.ReadableStream, localDir: 
       }
       case 'file':
       case 'contiguous-file': {
-        await clearSlot(dest);
         const mode = (header.mode ?? 0o644) & 0o7777;
         if ((header.size ?? 0) < SMALL_FILE) {
           const chunks: Buffer[] = [];
           for await (const chunk of entry) chunks.push(chunk as Buffer);
-          await writeFile(dest, Buffer.concat(chunks), { mode });
+          await slice.pause();
+          writeSmallFile(dest, Buffer.concat(chunks), mode, header.mtime);
         } else {
+          await clearSlot(dest);
           await writeEntryTo(entry, dest, mode);
+          // open()'s mode is masked by umask; set it exactly.
+          await chmod(dest, mode);
+          if (header.mtime) await utimes(dest, header.mtime, header.mtime);
         }
-        // writeFile's mode is masked by umask; set it exactly.
-        await chmod(dest, mode);
-        if (header.mtime) await utimes(dest, header.mtime, header.mtime);
         stats.files++;
         stats.bytes += header.size ?? 0;
         break;
@@ -269,6 +273,35 @@ export async function extractSingleFile(source: NodeJS.ReadableStream, localPath
   await feeding;
   if (bytes < 0) throw new UnexpectedEntryError('empty', `the archive of ${remotePath} was empty`);
   return bytes;
+}
+
+/** The process's umask, read once (documentation-only deprecated without an argument: racy in workers, which berth does not use). */
+const UMASK = process.umask();
+const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
+/**
+ * Write a small file with synchronous calls (see TimeSlice). The file is always made anew
+ * (O_EXCL, O_NOFOLLOW): whatever is already at `path` (a link, a hard link, a file) is unlinked
+ * and never written through. Mode and mtime are set on the open file.
+ */
+function writeSmallFile(path: string, data: Buffer, mode: number, mtime: Date | undefined): void {
+  let fd: number;
+  try {
+    fd = openSync(path, CREATE_NEW, mode);
+  } catch (error) {
+    // Something is there (an older file, a duplicate entry, a link): replace it, never follow it.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    unlinkSync(path);
+    fd = openSync(path, CREATE_NEW, mode);
+  }
+  try {
+    for (let written = 0; written < data.length; ) written += writeSync(fd, data, written);
+    // open() applied the umask: set the mode exactly, when the umask took something away.
+    if ((mode & UMASK) !== 0) fchmodSync(fd, mode);
+    if (mtime) futimesSync(fd, mtime, mtime);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**

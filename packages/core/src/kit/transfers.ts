@@ -95,35 +95,26 @@ export class Transfers {
     return this.#mode === 'native' ? this.#transport.archive : undefined;
   }
 
-  async #upload(packed: PackedTree, marker: string | undefined, signal: AbortSignal | undefined): Promise<TransferStats> {
+  async #upload(packed: PackedTree, marker: string | undefined, signal: AbortSignal): Promise<TransferStats> {
     packed.done.catch(() => undefined);
-    const tar = signal ? addAbortSignal(signal, packed.stream) : packed.stream;
-    try {
-      // Whichever fails first wins: a local read error or the sandbox refusing the archive.
-      if (this.#archive) return (await Promise.all([this.#archive.put(tar, signal), packed.done]))[1];
-      return (await Promise.all([packed.done, uploadOverExec(this.#transport, tar, marker!)]))[0];
-    } catch (error) {
-      // Every failed transfer releases what it opened: the packer's open files, the connection.
-      tar.destroy();
-      throw error;
-    }
+    const tar = addAbortSignal(signal, packed.stream);
+    // Its failures are told through packed.done and the backend's call: never an unhandled event.
+    tar.on('error', () => undefined);
+    // Whichever fails first wins: a local read error or the sandbox refusing the archive.
+    if (this.#archive) return (await Promise.all([this.#archive.put(tar, signal), packed.done]))[1];
+    return (await Promise.all([packed.done, uploadOverExec(this.#transport, tar, marker!)]))[0];
   }
 
-  async #download<T>(paths: Paths, extract: (tar: Readable) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  async #download<T>(paths: Paths, extract: (tar: Readable) => Promise<T>, signal: AbortSignal): Promise<T> {
     if (this.#archive) {
       const tar = await this.#archive.get(paths.remotePath, signal);
       if (!tar) throw new RemoteTarFailure('not_found', 'does not exist in the sandbox');
-      try {
-        return await extract(signal ? addAbortSignal(signal, tar) : tar);
-      } catch (error) {
-        // The extraction may fail before it reads a byte (a target it cannot create): the
-        // backend's response must not stay open.
-        tar.destroy();
-        throw error;
-      }
+      // The extraction may fail before it reads a byte (a target it cannot create): the release
+      // signal then closes the backend's response.
+      return extract(addAbortSignal(signal, tar));
     }
     const remote = await downloadOverExec(this.#transport, paths.remotePath);
-    const extracting = extract(signal ? addAbortSignal(signal, remote.stream) : remote.stream);
+    const extracting = extract(addAbortSignal(signal, remote.stream));
     // The reader gave up (an unsafe entry, a local error, an abort): stop tar in the sandbox.
     extracting.catch(() => remote.abandon());
     const [extracted, tar] = await Promise.allSettled([extracting, remote.done]);
@@ -134,7 +125,7 @@ export class Transfers {
     throw tar.status === 'rejected' ? tar.reason : (extracted as PromiseRejectedResult).reason;
   }
 
-  async #run<T>(operation: Direction, paths: Paths, opts: TransferOptions, body: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
+  async #run<T>(operation: Direction, paths: Paths, opts: TransferOptions, body: (release: AbortSignal) => Promise<T>): Promise<T> {
     const ctx = this.#host.ctx(operation);
     if (!paths.remotePath.startsWith('/')) {
       throw new ConfigError({ ...ctx, path: 'remotePath', message: `remote paths are absolute inside the sandbox; got "${paths.remotePath}"` });
@@ -153,10 +144,16 @@ export class Transfers {
     // A stopped sandbox's filesystem may still accept an archive: check liveness around the copy.
     const before = await this.#host.checkAlive(operation);
     if (before) throw fail('sandbox_lost', 'failed: the sandbox is gone', before);
+    // Fires on the caller's abort, and when the transfer fails: every stream and request the
+    // transfer opened is then closed, so a failed transfer never holds the process open.
+    const release = new AbortController();
+    const onAbort = () => release.abort(opts.signal?.reason);
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
     let result: T;
     try {
-      result = await body(opts.signal);
+      result = await body(release.signal);
     } catch (error) {
+      release.abort(error);
       if (opts.signal?.aborted) throw cancelledFrom(opts.signal, ctx);
       if (this.#host.closed()) throw this.#host.interrupted(operation, error);
       // The backend's answer decides: gone (lost), alive (classify the error), or unreachable itself.
@@ -164,6 +161,8 @@ export class Transfers {
       if (SandboxLostError.isInstance(seen) || TaskFailure.isInstance(seen)) throw fail('sandbox_lost', 'failed: the sandbox is gone', seen);
       if (BerthError.isInstance(seen)) throw fail('interrupted', `failed: ${seen.message}`, seen);
       throw await this.#classify(error, operation, { verb, remotePath: paths.remotePath }, fail);
+    } finally {
+      opts.signal?.removeEventListener('abort', onAbort);
     }
     if (this.#host.closed()) throw this.#host.interrupted(operation);
     const after = await this.#host.checkAlive(operation);
