@@ -7,7 +7,7 @@
 // Every berth timing is printed next to the standard tool's timing from this run, with the ratio
 // berth / standard (< 1: berth is faster). All containers run with network 'none' and nothing is
 // pulled. Everything created here is removed on the way out, failure and Ctrl-C included.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
@@ -160,7 +160,12 @@ async function alternate(label, contenders, reps) {
   for (let w = 0; w < WARMUP; w++) for (const n of names) await contenders[n](-1 - w, false);
   for (let i = 0; i < reps; i++) {
     const order = names.map((_, k) => names[(k + i) % names.length]);
-    for (const n of order) samples[n].push(await contenders[n](i, true));
+    for (const n of order) {
+      // Flush the page cache's dirty pages first (untimed): otherwise whoever runs next pays for
+      // the writeback of what the previous contender wrote, and 200 MiB files swing results 2x.
+      execFileSync('sync');
+      samples[n].push(await contenders[n](i, true));
+    }
   }
   log(`  ${label}: ${names.map((n) => `${n} median ${ms(median(samples[n].map((s) => s.ms)))}`).join(', ')}`);
   return samples;

@@ -313,16 +313,22 @@ async function writeEntryTo(entry: AsyncIterable<unknown>, path: string, mode: n
   try {
     let batch: Buffer[] = [];
     let size = 0;
+    // One batch is written while the next one is read: the disk and the stream overlap, and
+    // memory stays at two batches.
+    let writing: Promise<void> = Promise.resolve();
     for await (const data of entry) {
       const chunk = data as Buffer;
       batch.push(chunk);
       size += chunk.length;
       if (size >= WRITE_BATCH) {
-        await writeAll(handle, batch);
+        await writing;
+        writing = writeAll(handle, batch);
+        writing.catch(() => undefined); // awaited before the next batch, or below
         batch = [];
         size = 0;
       }
     }
+    await writing;
     if (size > 0) await writeAll(handle, batch);
   } finally {
     await handle.close();

@@ -56,6 +56,11 @@ function failureFor(code: number | null, stderr: string): RemoteTarFailure {
     return new RemoteTarFailure('no_tar', `the image has no ${tool}, which transfers over exec need: add it to the image, or use a backend with native transfers`);
   }
   if (code === NOT_FOUND) return new RemoteTarFailure('not_found', 'does not exist in the sandbox');
+  // berth's script is plain sh, which the sandbox has: 126/127 mean the backend's runtime could
+  // not start it at all, not that tar refused anything.
+  if (code === 126 || code === 127) {
+    return new RemoteTarFailure('exit_unknown', `the backend could not start the transfer's process (exit ${code}${stderr.trim() ? `: ${lastLines(stderr)}` : ''})`);
+  }
   return new RemoteTarFailure('tar_failed', `tar in the sandbox exited ${code}${stderr.trim() ? `: ${lastLines(stderr)}` : ''}`);
 }
 

@@ -75,7 +75,7 @@ export class Transfers {
   }
 
   async downloadFile(remotePath: string, localPath: string, opts: TransferOptions): Promise<void> {
-    const paths = { localPath, remotePath };
+    const paths = { localPath, remotePath: remotePath.length > 1 ? remotePath.replace(/\/+$/, '') : remotePath };
     await this.#run('download', paths, opts, (signal) => this.#download(paths, (tar) => extractSingleFile(tar, localPath, remotePath), signal));
   }
 
