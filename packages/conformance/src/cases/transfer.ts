@@ -221,7 +221,9 @@ export function transferCases(h: Harness): void {
       run: async () => {
         const dir = await h.tempDir('kind');
         const base = `/tmp/${uniqueName('kind')}`;
-        await run(env(), `mkdir -p ${base}/adir && echo hi > ${base}/afile`);
+        // A directory with something in it: the sandbox's side is still sending when berth sees
+        // what it got and stops reading.
+        await run(env(), `mkdir -p ${base}/adir && head -c 8000000 /dev/zero > ${base}/adir/big && echo hi > ${base}/afile`);
         const asDir = await h.expectBerthError(env().downloadDir(`${base}/afile`, join(dir, 'd')), ConfigError);
         expect(asDir.message).toContain(`${base}/afile`);
         expect(asDir.message).toMatch(/not a directory|downloadFile/i);

@@ -119,10 +119,17 @@ export class Transfers {
     extracting.catch(() => remote.abandon());
     const [extracted, tar] = await Promise.allSettled([extracting, remote.done]);
     if (extracted.status === 'fulfilled' && tar.status === 'fulfilled') return extracted.value;
-    // What berth itself refused (an unsafe entry) or could not write locally is the story; else
-    // tar's failure in the sandbox explains an archive that came empty or cut short.
-    if (extracted.status === 'rejected' && (UnsafeEntryError.isInstance(extracted.reason) || isLocalIo(extracted.reason))) throw extracted.reason;
-    throw tar.status === 'rejected' ? tar.reason : (extracted as PromiseRejectedResult).reason;
+    // A missing path leaves an empty archive: say what is missing.
+    if (tar.status === 'rejected' && tar.reason instanceof RemoteTarFailure && tar.reason.kind === 'not_found') throw tar.reason;
+    // What berth itself found in the archive (an unsafe entry, a directory where a file was asked
+    // for) or could not write locally is the story, whatever the sandbox's tar made of being cut
+    // off for it; else tar's failure explains an archive that came empty or cut short.
+    if (extracted.status === 'rejected') {
+      const reason: unknown = extracted.reason;
+      const decided = UnsafeEntryError.isInstance(reason) || (UnexpectedEntryError.isInstance(reason) && reason.kind !== 'empty') || isLocalIo(reason);
+      if (decided || tar.status === 'fulfilled') throw reason;
+    }
+    throw (tar as PromiseRejectedResult).reason;
   }
 
   async #run<T>(operation: Direction, paths: Paths, opts: TransferOptions, body: (release: AbortSignal) => Promise<T>): Promise<T> {
