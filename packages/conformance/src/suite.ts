@@ -2,10 +2,12 @@ import { afterAll, describe, expect } from 'vitest';
 import { capabilityCases } from './cases/capabilities.js';
 import { errorCases } from './cases/errors.js';
 import { execCases } from './cases/exec.js';
+import { execStdinCases } from './cases/exec-stdin.js';
 import { imageCases } from './cases/images.js';
 import { lifecycleCases } from './cases/lifecycle.js';
 import { lostCases } from './cases/lost.js';
 import { transferCases } from './cases/transfer.js';
+import { transferAbortCases } from './cases/transfer-abort.js';
 import { describeError, Harness } from './harness.js';
 import type { ConformanceOptions } from './options.js';
 
@@ -23,7 +25,9 @@ export function describeBackendConformance(options: ConformanceOptions): void {
   describe(`berth conformance: ${options.name}${options.variant ? ` (${options.variant})` : ''}`, () => {
     lifecycleCases(h);
     execCases(h);
+    execStdinCases(h);
     transferCases(h);
+    transferAbortCases(h);
     lostCases(h);
     capabilityCases(h);
     imageCases(h);
