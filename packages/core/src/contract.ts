@@ -5,7 +5,9 @@ export const SPECIFICATION_VERSION = 'berth-backend-v1' as const;
 
 /**
  * What an exec reads on stdin: a string or bytes, or a stream (a Node Readable or any
- * AsyncIterable of bytes) fed with backpressure and closed at its end.
+ * AsyncIterable of bytes) fed with backpressure and closed at its end. A stream belongs to the
+ * exec: when the command ends it is destroyed, read to the end or not. If it fails, the exec
+ * rejects with a ConfigError on `opts.stdin`.
  */
 export type ExecStdin = string | Uint8Array | NodeJS.ReadableStream | AsyncIterable<Uint8Array>;
 
