@@ -8,7 +8,7 @@ import { BackendUnavailableError, ConfigError, type Operation } from '../errors.
 import { envSizeProblem } from '../spec.js';
 import { TailBuffer } from '../tail-buffer.js';
 import { EXEC_MARKER, KILL_TIMEOUT_MS, killProcessTree } from './process-tree.js';
-import { stdinStream } from './stdin.js';
+import { isExecStdin, stdinStream } from './stdin.js';
 import type { ProcessExit, SandboxProcess, SandboxTransport } from './transport.js';
 
 export const DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024;
@@ -32,11 +32,6 @@ interface Context {
   environmentId: string;
 }
 
-function isStdin(value: unknown): boolean {
-  if (typeof value === 'string' || value instanceof Uint8Array) return true;
-  return value !== null && typeof value === 'object' && (Symbol.asyncIterator in value || typeof (value as { pipe?: unknown }).pipe === 'function');
-}
-
 /**
  * The argv an exec runs, after checking the caller's input: a ConfigError says what was wrong.
  * One rule for empty commands: '' (or only blanks) and [''] are both refused.
@@ -48,7 +43,7 @@ export function execArgv(command: string | readonly string[], opts: ExecOptions,
   }
   if (Array.isArray(command) && command.some((arg) => typeof arg !== 'string')) throw refuse('command', 'every element of an argv array must be a string');
   if (opts.timeoutMs !== undefined && !(opts.timeoutMs > 0)) throw refuse('opts.timeoutMs', `timeoutMs must be a positive number of milliseconds, got ${opts.timeoutMs}`);
-  if (opts.stdin !== undefined && !isStdin(opts.stdin)) {
+  if (opts.stdin !== undefined && !isExecStdin(opts.stdin)) {
     throw refuse('opts.stdin', `stdin must be a string, a Uint8Array, a Readable or an AsyncIterable of Uint8Array; got ${opts.stdin === null ? 'null' : typeof opts.stdin}`);
   }
   for (const [name, value] of Object.entries(opts.env ?? {})) {

@@ -9,3 +9,9 @@ export function stdinStream(stdin: ExecStdin | undefined): Readable | undefined 
   if (stdin instanceof Readable) return stdin;
   return Readable.from(stdin, { objectMode: false });
 }
+
+/** Is this something exec can read as stdin? (JavaScript callers can pass anything.) */
+export function isExecStdin(value: unknown): value is ExecStdin {
+  if (typeof value === 'string' || value instanceof Uint8Array) return true;
+  return value !== null && typeof value === 'object' && (Symbol.asyncIterator in value || typeof (value as { pipe?: unknown }).pipe === 'function');
+}

@@ -9,11 +9,10 @@ import type { SandboxProcess, SandboxTransport } from './transport.js';
  * sh and tar.
  */
 
-const NO_TOOL = 101;
+const NO_TAR = 101;
 const NOT_FOUND = 102;
 
-const needs = (...tools: string[]) =>
-  `for t in ${tools.join(' ')}; do command -v $t >/dev/null 2>&1 || { echo "berth: the image has no $t" >&2; exit ${NO_TOOL}; }; done`;
+const NEEDS_TAR = `command -v tar >/dev/null 2>&1 || { echo "berth: the image has no tar" >&2; exit ${NO_TAR}; }`;
 
 /**
  * Extract stdin at '/'. The archive's last entry is an empty marker file ($1): tar extracts in
@@ -21,7 +20,7 @@ const needs = (...tools: string[]) =>
  * lacks it, whatever tar made of the rest. tar alone reads stdin: nothing slows the stream down.
  */
 const UPLOAD_SCRIPT = [
-  needs('tar'),
+  NEEDS_TAR,
   'tar -xf - -C / >&2; rc=$?',
   'if [ -f "$1" ]; then rm -f "$1"; echo berth-complete; fi',
   'exit $rc',
@@ -29,7 +28,7 @@ const UPLOAD_SCRIPT = [
 
 /** Archive $1 with entries under its basename, as Docker's archive API does. */
 const DOWNLOAD_SCRIPT = [
-  needs('tar'),
+  NEEDS_TAR,
   'p=$1',
   `[ -e "$p" ] || [ -L "$p" ] || { echo "berth: $p does not exist" >&2; exit ${NOT_FOUND}; }`,
   // Parameter expansion, not dirname/basename: $(...) would drop trailing newlines of a name.
@@ -51,9 +50,8 @@ const lastLines = (text: string) => text.trim().split('\n').slice(-5).join('; ')
 
 function failureFor(code: number | null, stderr: string): RemoteTarFailure {
   if (code === null) return new RemoteTarFailure('exit_unknown', 'the backend never said how tar ended in the sandbox');
-  if (code === NO_TOOL) {
-    const tool = /the image has no (\S+)/.exec(stderr)?.[1] ?? 'tar';
-    return new RemoteTarFailure('no_tar', `the image has no ${tool}, which transfers over exec need: add it to the image, or use a backend with native transfers`);
+  if (code === NO_TAR) {
+    return new RemoteTarFailure('no_tar', 'the image has no tar, which transfers over exec need: add it to the image, or use a backend with native transfers');
   }
   if (code === NOT_FOUND) return new RemoteTarFailure('not_found', 'does not exist in the sandbox');
   // berth's script is plain sh, which the sandbox has: 126/127 mean the backend's runtime could
@@ -87,9 +85,10 @@ export async function uploadOverExec(transport: SandboxTransport, tar: Readable,
     stdin?.end();
   });
   // Destroyed without an error (its reader gave up, or it failed before anyone read it).
+  const closedEarly = () => new Error('the archive stream was closed before its end');
   tar.once('close', () => {
     if (tar.readableEnded) return;
-    localError ??= new Error('the archive stream was closed before its end');
+    localError ??= closedEarly();
     stdin?.end();
   });
   let proc: SandboxProcess;
@@ -103,7 +102,7 @@ export async function uploadOverExec(transport: SandboxTransport, tar: Readable,
   // The sandbox may stop reading early (its tar failed): its exit status says why, not the broken pipe.
   stdin.on('error', () => undefined);
   if (localError || tar.destroyed) {
-    localError ??= new Error('the archive stream was closed before its end');
+    localError ??= closedEarly();
     stdin.end();
   } else tar.pipe(stdin);
   try {
@@ -111,7 +110,7 @@ export async function uploadOverExec(transport: SandboxTransport, tar: Readable,
     if (localError) throw localError;
     const complete = /^berth-complete$/m.test(stdout);
     if (exit.code === 0 && complete) return;
-    if (exit.code === 0 || (exit.code !== null && exit.code !== NO_TOOL && TRUNCATED.test(stderr))) {
+    if (exit.code === 0 || (exit.code !== null && exit.code !== NO_TAR && TRUNCATED.test(stderr))) {
       throw new RemoteTarFailure('short', `the archive reached the sandbox cut short${stderr.trim() ? ` (tar: ${lastLines(stderr)})` : ''}`);
     }
     // A runtime that could not start the process at all may say why on stdout.

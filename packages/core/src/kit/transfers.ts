@@ -35,6 +35,8 @@ export interface TransferHost {
 }
 
 type Direction = 'upload' | 'download';
+/** Builds the TransferError of one transfer, with its paths and what it was doing. */
+type Fail = (reason: TransferReason, message: string, cause: unknown, category?: FailureCategory) => TransferError;
 interface Paths {
   localPath: string;
   remotePath: string;
@@ -139,7 +141,7 @@ export class Transfers {
     }
     throwIfAborted(opts.signal, ctx);
     const verb = operation === 'upload' ? `upload ${paths.localPath} -> ${paths.remotePath}` : `download ${paths.remotePath} -> ${paths.localPath}`;
-    const fail = (reason: TransferReason, message: string, cause: unknown, category?: FailureCategory) =>
+    const fail: Fail = (reason, message, cause, category) =>
       new TransferError({ ...ctx, ...paths, reason, message: `${verb} ${message}`, cause, ...(category ? { category } : {}) });
     try {
       this.#host.ensureUsable(operation);
@@ -182,7 +184,7 @@ export class Transfers {
     error: unknown,
     operation: Direction,
     { verb, remotePath }: { verb: string; remotePath: string },
-    fail: (r: TransferReason, m: string, c: unknown, cat?: FailureCategory) => TransferError,
+    fail: Fail,
   ): Promise<BerthError> {
     if (TransferError.isInstance(error) || ConfigError.isInstance(error)) return error;
     if (error instanceof RemoteTarFailure) {
