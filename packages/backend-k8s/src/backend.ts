@@ -25,7 +25,7 @@ import {
   startAndCleanUp,
 } from '@berth/core/backend-kit';
 import { BACKEND, Cluster } from './cluster.js';
-import { apiMessage, mapApiError, statusOf } from './k8s-errors.js';
+import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
 import type { K8sBackendOptions } from './options.js';
 import { checkImage, checkRbac } from './preflight.js';
 import { LABEL_PULL_SECRET, PullSecrets } from './pull-secrets.js';
@@ -103,7 +103,7 @@ export class K8sBackend implements Backend {
     const checks: PreflightCheck[] = [];
     try {
       const { core, namespace } = this.cluster;
-      await core.listNamespacedPod({ namespace, limit: 1 });
+      await idempotent(() => core.listNamespacedPod({ namespace, limit: 1 }));
       checks.push({ name: 'api', status: 'ok', message: `the Kubernetes API at ${this.cluster.server} lists pods in ${namespace}` });
     } catch (error) {
       checks.push(preflightFailure('api', mapApiError(error, { operation: 'preflight' }) ?? error));
@@ -140,17 +140,17 @@ export class K8sBackend implements Backend {
     const labelSelector = [`${LABEL_MANAGED}=true`, ...(opts.session ? [`${LABEL_SESSION}=${opts.session}`] : [])].join(',');
     let pods;
     try {
-      pods = await core.listNamespacedPod({ namespace, labelSelector });
+      pods = await idempotent(() => core.listNamespacedPod({ namespace, labelSelector }));
     } catch (error) {
       throw mapApiError(error, { operation: 'sweep' }) ?? error;
     }
     // Pull secrets whose process is gone (a crash between a start and its teardown).
     try {
-      const secrets = await core.listNamespacedSecret({ namespace, labelSelector: `${LABEL_PULL_SECRET}=true${opts.session ? `,${LABEL_SESSION}=${opts.session}` : ''}` });
+      const secrets = await idempotent(() => core.listNamespacedSecret({ namespace, labelSelector: `${LABEL_PULL_SECRET}=true${opts.session ? `,${LABEL_SESSION}=${opts.session}` : ''}` }));
       for (const secret of secrets.items) {
         const name = secret.metadata?.name ?? '';
         if (!isOrphan(secret.metadata?.labels ?? {}, opts.olderThanMs !== undefined ? { olderThanMs: opts.olderThanMs } : {})) continue;
-        await core.deleteNamespacedSecret({ name, namespace }).then(
+        await idempotent(() => core.deleteNamespacedSecret({ name, namespace })).then(
           () => report.removed.push(`secret/${name}`),
           (error: unknown) => statusOf(error) === 404 || report.failed.push({ id: `secret/${name}`, message: apiMessage(error) }),
         );
@@ -164,7 +164,7 @@ export class K8sBackend implements Backend {
       const query = { ...(opts.olderThanMs !== undefined ? { olderThanMs: opts.olderThanMs } : {}), ...(created !== undefined ? { createdAtMs: created } : {}) };
       if (!isOrphan(pod.metadata?.labels ?? {}, query)) continue;
       try {
-        await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
+        await idempotent(() => core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 }));
         report.removed.push(name);
       } catch (error) {
         if (statusOf(error) === 404) continue;

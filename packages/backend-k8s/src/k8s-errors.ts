@@ -1,6 +1,6 @@
 import { ApiException } from '@kubernetes/client-node';
 import { BackendAuthError, BackendUnavailableError, BerthError, SandboxLostError, type Operation } from '@berth/core';
-import { unreachableApi } from '@berth/core/backend-kit';
+import { isUnreachable, retryIdempotent, unreachableApi } from '@berth/core/backend-kit';
 import { BACKEND } from './cluster.js';
 
 export interface ErrorContext {
@@ -63,4 +63,24 @@ export function mapApiError(error: unknown, ctx: ErrorContext, opts: { podGone?:
     return new SandboxLostError({ ...base, message: `pod ${ctx.environmentId ?? ''} no longer exists`, lastState: 'deleted' });
   }
   return unreachableApi(error, { ...base, what: 'the Kubernetes API', hint: 'check the kubeconfig server address and that the cluster is up' });
+}
+
+/** 429 (with its Retry-After), 5xx and a connection that never reached the API: worth another try. */
+export function transientAnswer(error: unknown): { retryAfterMs?: number } | undefined {
+  const status = statusOf(error);
+  if (status === 429 || status === 500 || status === 502 || status === 503 || status === 504) {
+    const after = retryAfterMs(error);
+    return after !== undefined ? { retryAfterMs: after } : {};
+  }
+  if (status === undefined && isUnreachable(error)) return {};
+  return undefined;
+}
+
+/**
+ * An idempotent API call (read, list, delete, create under a name berth chose), retried a few
+ * times on 429/5xx/a dropped connection before the error is classified. Never for anything that
+ * would do its work twice.
+ */
+export function idempotent<T>(call: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  return retryIdempotent(call, transientAnswer, signal ? { signal } : {});
 }

@@ -1,5 +1,6 @@
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import type { Cluster } from './cluster.js';
+import { idempotent } from './k8s-errors.js';
 import { CONTAINER } from './pod-manifest.js';
 
 /**
@@ -26,7 +27,7 @@ function containerState(pod: V1Pod | undefined): string {
 /** The pod's recent events, oldest first, as "Warning Failed: <message>". */
 export async function podEvents(cluster: Cluster, name: string): Promise<CoreV1Event[]> {
   try {
-    const list = await cluster.core.listNamespacedEvent({ namespace: cluster.namespace, fieldSelector: `involvedObject.name=${name}` });
+    const list = await idempotent(() => cluster.core.listNamespacedEvent({ namespace: cluster.namespace, fieldSelector: `involvedObject.name=${name}` }));
     return list.items;
   } catch {
     return [];

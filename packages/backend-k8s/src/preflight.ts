@@ -10,6 +10,7 @@ const NEEDED: ReadonlyArray<[verb: string, resource: string, subresource?: strin
   ['create', 'pods'],
   ['get', 'pods'],
   ['list', 'pods'],
+  ['watch', 'pods'],
   ['delete', 'pods'],
   ['create', 'pods', 'exec'],
   ['list', 'events'],

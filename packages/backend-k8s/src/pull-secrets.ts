@@ -10,7 +10,7 @@ import {
   type PullCredential,
 } from '@berth/core/backend-kit';
 import type { Cluster } from './cluster.js';
-import { mapApiError, statusOf } from './k8s-errors.js';
+import { idempotent, mapApiError, statusOf } from './k8s-errors.js';
 
 /** Marks the pull secrets berth made (sweep removes those whose process is gone). */
 export const LABEL_PULL_SECRET = 'berth.pull-secret';
@@ -65,7 +65,7 @@ export class PullSecrets {
       if (!users?.delete(environmentId) || users.size > 0) return;
       this.#users.delete(name);
       try {
-        await this.#cluster.core.deleteNamespacedSecret({ name, namespace: this.#cluster.namespace });
+        await idempotent(() => this.#cluster.core.deleteNamespacedSecret({ name, namespace: this.#cluster.namespace }));
       } catch (error) {
         if (statusOf(error) !== 404) throw mapApiError(error, { operation: 'teardown', environmentId }) ?? error;
       }
@@ -87,10 +87,13 @@ export class PullSecrets {
       [LABEL_OWNER_HOST]: hostname(),
     };
     try {
-      await this.#cluster.core.createNamespacedSecret({
-        namespace: this.#cluster.namespace,
-        body: { metadata: { name, labels }, type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': Buffer.from(config).toString('base64') } },
-      });
+      // A named object: a retried create that already got through answers 409, handled below.
+      await idempotent(() =>
+        this.#cluster.core.createNamespacedSecret({
+          namespace: this.#cluster.namespace,
+          body: { metadata: { name, labels }, type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': Buffer.from(config).toString('base64') } },
+        }),
+      );
     } catch (error) {
       // Left by a removal that failed: the same content, by its name.
       if (statusOf(error) === 409) return;

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { CapabilityError, ConfigError, SandboxLostError, type EnvironmentSpec, type ImageAuth, type ImageRef, type Operation } from '@berth/core';
 import {
   pullFailure,
@@ -12,14 +11,14 @@ import {
 } from '@berth/core/backend-kit';
 import { BACKEND, type Cluster } from './cluster.js';
 import { spawnExec } from './exec-socket.js';
-import { apiMessage, mapApiError, statusOf } from './k8s-errors.js';
+import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
 import type { K8sBackendOptions } from './options.js';
 import { podManifest } from './pod-manifest.js';
 import { podEvents, podReport } from './pod-report.js';
+import { watchPod } from './pod-watch.js';
 import { liveState, startState } from './pod-status.js';
 import type { PullSecrets } from './pull-secrets.js';
 
-const POLL_MS = 250;
 const GONE_WAIT_MS = 30_000;
 
 export interface PodImage {
@@ -82,7 +81,11 @@ export class K8sSandbox implements SandboxTransport {
     body.spec!.containers[0]!.imagePullPolicy = policy === 'always' ? 'Always' : policy === 'never' ? 'Never' : 'IfNotPresent';
     ctx.progress({ phase: 'starting', status: `creating pod ${namespace}/${this.#id}` });
     try {
-      await core.createNamespacedPod({ namespace, body });
+      // Retried like a read: the name is berth's own (48 random bits), so 409 means an earlier try got through.
+      await idempotent(() => core.createNamespacedPod({ namespace, body }).catch((error: unknown) => {
+        if (statusOf(error) === 409) return undefined;
+        throw error;
+      }), ctx.signal);
     } catch (error) {
       if (statusOf(error) === 422 || statusOf(error) === 400) {
         throw new ConfigError({ ...this.#ctx('start'), path: 'spec', message: `the Kubernetes API refused the pod: ${apiMessage(error)}`, cause: error });
@@ -92,58 +95,62 @@ export class K8sSandbox implements SandboxTransport {
     await this.#waitRunning(ctx);
   }
 
-  /** Poll the pod until it runs, or fail fast with the class its status says. */
+  /** Watch the pod until it runs, or fail fast with the class its status says. */
   async #waitRunning(ctx: CreateContext): Promise<void> {
-    const { core, namespace } = this.#cluster;
-    for (;;) {
-      throwIfAborted(ctx.signal, this.#ctx('start'));
-      let pod;
-      try {
-        pod = await core.readNamespacedPod({ name: this.#id, namespace });
-      } catch (error) {
-        if (statusOf(error) === 404) throw new SandboxLostError({ ...this.#ctx('start'), message: `pod ${this.#id} was deleted while starting`, lastState: 'deleted', cause: error });
-        throw mapApiError(error, this.#ctx('start')) ?? error;
-      }
-      const state = startState(pod);
-      switch (state.kind) {
-        case 'running':
-          this.#started = { uid: state.uid, restarts: state.restarts };
-          return;
-        case 'pull_failed': {
-          const events = await podEvents(this.#cluster, this.#id);
-          throw pullFailure(pullMessage(events, state.message), {
-            ...this.#ctx('pull'),
-            image: this.#image.image.original,
-            hadCredentials: this.#hadCredentials,
-            credentialsHint: 'pass spec.image.auth, or name a pull secret (spec.image.auth.secretName or options.imagePullSecrets)',
-            cause: podReport(this.#id, pod, events),
-          });
-        }
-        case 'config_failed':
-          throw new ConfigError({
-            ...this.#ctx('start'),
-            path: 'spec',
-            message: `the pod cannot start its container (${state.reason}): ${state.message}`,
-            cause: podReport(this.#id, pod, await podEvents(this.#cluster, this.#id)),
-          });
-        case 'ended':
-          throw new ConfigError({
-            ...this.#ctx('start'),
-            path: 'spec.image',
-            message: `the pod ended right after starting (${state.reason}: ${state.message}): berth needs /bin/sh in the image`,
-            cause: podReport(this.#id, pod, await podEvents(this.#cluster, this.#id)),
-          });
-        case 'waiting':
+    let outcome;
+    try {
+      outcome = await watchPod(
+        this.#cluster,
+        this.#id,
+        (pod) => {
+          const state = startState(pod);
+          if (state.kind !== 'waiting') return { pod, state };
           ctx.progress({ status: state.status });
+          return undefined;
+        },
+        ctx.signal,
+      );
+    } catch (error) {
+      throwIfAborted(ctx.signal, this.#ctx('start'));
+      throw mapApiError(error, this.#ctx('start')) ?? error;
+    }
+    if ('gone' in outcome) throw new SandboxLostError({ ...this.#ctx('start'), message: `pod ${this.#id} was deleted while starting`, lastState: 'deleted' });
+    const { pod, state } = outcome.decided;
+    switch (state.kind) {
+      case 'running':
+        this.#started = { uid: state.uid, restarts: state.restarts };
+        return;
+      case 'pull_failed': {
+        const events = await podEvents(this.#cluster, this.#id);
+        throw pullFailure(pullMessage(events, state.message), {
+          ...this.#ctx('pull'),
+          image: this.#image.image.original,
+          hadCredentials: this.#hadCredentials,
+          credentialsHint: 'pass spec.image.auth, or name a pull secret (spec.image.auth.secretName or options.imagePullSecrets)',
+          cause: podReport(this.#id, pod, events),
+        });
       }
-      await sleep(POLL_MS, undefined, { signal: ctx.signal }).catch(() => undefined);
+      case 'config_failed':
+        throw new ConfigError({
+          ...this.#ctx('start'),
+          path: 'spec',
+          message: `the pod cannot start its container (${state.reason}): ${state.message}`,
+          cause: podReport(this.#id, pod, await podEvents(this.#cluster, this.#id)),
+        });
+      case 'ended':
+        throw new ConfigError({
+          ...this.#ctx('start'),
+          path: 'spec.image',
+          message: `the pod ended right after starting (${state.reason}: ${state.message}): berth needs /bin/sh in the image`,
+          cause: podReport(this.#id, pod, await podEvents(this.#cluster, this.#id)),
+        });
     }
   }
 
   async inspect(): Promise<SandboxStatus> {
     let pod;
     try {
-      pod = await this.#cluster.core.readNamespacedPod({ name: this.#id, namespace: this.#cluster.namespace });
+      pod = await idempotent(() => this.#cluster.core.readNamespacedPod({ name: this.#id, namespace: this.#cluster.namespace }));
     } catch (error) {
       if (statusOf(error) === 404) return { running: false, reason: 'removed' };
       throw mapApiError(error, this.#ctx('exec')) ?? error;
@@ -160,21 +167,13 @@ export class K8sSandbox implements SandboxTransport {
   async #removePod(): Promise<void> {
     const { core, namespace } = this.#cluster;
     try {
-      await core.deleteNamespacedPod({ name: this.#id, namespace, gracePeriodSeconds: 0 });
+      await idempotent(() => core.deleteNamespacedPod({ name: this.#id, namespace, gracePeriodSeconds: 0 }));
     } catch (error) {
       if (statusOf(error) === 404) return;
       throw mapApiError(error, this.#ctx('teardown')) ?? error;
     }
-    // Teardown means gone: wait (bounded) until the API no longer lists the pod.
-    const deadline = Date.now() + GONE_WAIT_MS;
-    while (Date.now() < deadline) {
-      try {
-        await core.readNamespacedPod({ name: this.#id, namespace });
-      } catch (error) {
-        if (statusOf(error) === 404) return;
-      }
-      await sleep(POLL_MS);
-    }
+    // Teardown means gone: wait (bounded) until the API no longer has the pod.
+    await watchPod(this.#cluster, this.#id, () => undefined, AbortSignal.timeout(GONE_WAIT_MS)).catch(() => undefined);
   }
 
   spawn(request: ProcessRequest): Promise<SandboxProcess> {

@@ -31,7 +31,8 @@ export { BUILD_REPOSITORY, baseImages, buildTag, hashBuildContext, packBuildCont
 export { buildFailure, buildTimedOut, logTail, type BuildFailureContext } from './build-failure.js';
 export { probeImage, type ProbeResult } from './registry-probe.js';
 export { keepAliveCommand } from './keep-alive.js';
-export { unreachableApi } from './network-errors.js';
+export { isUnreachable, unreachableApi } from './network-errors.js';
+export { API_RETRY_DEFAULTS, retryIdempotent, type ApiRetryPolicy, type TransientAnswer } from './api-retry.js';
 export { isOrphan, processAlive, type OrphanQuery } from './sweep-rule.js';
 export { preflightFailure, startAndCleanUp } from './backend-helpers.js';
 export { cancelledFrom, raceAbort, throwIfAborted } from '../abort.js';

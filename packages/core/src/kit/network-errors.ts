@@ -3,6 +3,12 @@ import { BackendUnavailableError, type BerthError, type Operation } from '../err
 /** Node's codes for an API that cannot be reached (refused, reset, unresolvable, timed out). */
 const UNREACHABLE_CODES = new Set(['ENOENT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
 
+/** Whether an error is a call that never reached the API (refused, reset, unresolvable, timed out). */
+export function isUnreachable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && UNREACHABLE_CODES.has(code);
+}
+
 /**
  * A call that never reached the backend's API is BackendUnavailableError (transient): `what` names
  * the API, `hint` says what to check. Undefined for any other error.
@@ -11,8 +17,8 @@ export function unreachableApi(
   error: unknown,
   ctx: { operation: Operation; backend: string; environmentId?: string; what: string; hint: string },
 ): BerthError | undefined {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (typeof code !== 'string' || !UNREACHABLE_CODES.has(code)) return undefined;
+  if (!isUnreachable(error)) return undefined;
+  const code = String((error as { code: string }).code);
   const { what, hint, ...rest } = ctx;
   return new BackendUnavailableError({ ...rest, message: `${what} is unreachable (${code}); ${hint}`, cause: error });
 }
