@@ -1,0 +1,126 @@
+// API-level faults, made by a loopback proxy between the backend and the real API server:
+// 429 then success, 5xx, 403, dropped and expired watches, exec sockets cut mid-command.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { BackendAuthError, BackendUnavailableError, classifyFailure, type Environment } from '@berth/core';
+import { createK8sBackend } from '@berth/backend-k8s';
+import { ApiProxy } from './support/api-proxy.js';
+import { NAMESPACE, TOLERATE_FAULT, adminApi } from './support/cluster.js';
+
+const SPEC = { image: 'berth-test/busybox:latest', network: 'public' as const };
+let proxy: ApiProxy;
+const envs: Environment[] = [];
+
+beforeAll(async () => {
+  proxy = await ApiProxy.start();
+});
+afterEach(async () => {
+  proxy.clearFaults();
+  await Promise.all(envs.splice(0).map((e) => e.teardown()));
+});
+afterAll(() => proxy.close());
+
+const backend = () => createK8sBackend({ kubeconfig: proxy.kubeconfig(), tolerations: TOLERATE_FAULT });
+
+async function started(): Promise<Environment> {
+  const env = backend().environment(SPEC);
+  envs.push(env);
+  await env.start();
+  return env;
+}
+
+function failure(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (e: unknown) => e,
+  );
+}
+
+const podsPath = new RegExp(`/namespaces/${NAMESPACE}/pods$`);
+const count = (method: string, path: RegExp) => proxy.seen.filter((r) => r.method === method && path.test(r.path)).length;
+
+describe('k8s API faults through a loopback proxy', () => {
+  it('429 with Retry-After, then success: the pod is created once and the start succeeds', async () => {
+    const before = count('POST', podsPath);
+    const rule = proxy.fail({ method: 'POST', path: podsPath, status: 429, headers: { 'retry-after': '1' }, times: 1 });
+    const t0 = Date.now();
+    const env = await started();
+    expect(rule.hits).toBe(1);
+    expect(count('POST', podsPath) - before).toBe(2);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1000);
+    await expect(env.exec('echo ok')).resolves.toMatchObject({ exitCode: 0, stdout: 'ok\n' });
+  });
+
+  it('500s on reads are retried; a 500 that persists is a transient BackendUnavailableError', async () => {
+    const env = await started();
+    const reads = new RegExp(`/pods/${env.id}$`);
+    proxy.fail({ method: 'GET', path: reads, status: 500, times: 2 });
+    await env.teardown();
+    await expect(adminApi().readNamespacedPod({ name: env.id, namespace: NAMESPACE })).rejects.toMatchObject({ code: 404 });
+
+    proxy.fail({ method: 'POST', path: podsPath, status: 503 });
+    const error = await failure(backend().start(SPEC));
+    expect(BackendUnavailableError.isInstance(error), String(error)).toBe(true);
+    expect(classifyFailure(error)).toMatchObject({ category: 'transient_infra', retryable: true });
+  });
+
+  it('403: BackendAuthError (permanent), asked once, never retried', async () => {
+    const before = count('POST', podsPath);
+    proxy.fail({ method: 'POST', path: podsPath, status: 403 });
+    const error = await failure(backend().start(SPEC));
+    expect(BackendAuthError.isInstance(error), String(error)).toBe(true);
+    expect(classifyFailure(error)).toMatchObject({ category: 'permanent_infra', retryable: false });
+    expect((error as Error).message).toMatch(/refused berth's credentials \(403\).*Role/);
+    expect(count('POST', podsPath) - before).toBe(1);
+
+    proxy.clearFaults();
+    const env = await started();
+    proxy.fail({ path: /\/exec\?/, status: 403 });
+    const refused = await failure(env.exec('true'));
+    expect(BackendAuthError.isInstance(refused), String(refused)).toBe(true);
+  });
+
+  it('a watch that drops, and one that expires (410 Gone), are resumed without the caller noticing', async () => {
+    const watches = /[?&]watch=true/;
+    // The first watch of the start expires at once; every open watch is dropped every 100 ms.
+    const expired = proxy.fail({
+      method: 'GET',
+      path: watches,
+      status: 200,
+      times: 1,
+      body: `${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', status: 'Failure', reason: 'Expired', code: 410 } })}\n`,
+    });
+    const dropping = setInterval(() => proxy.dropWatches(), 100);
+    const before = count('GET', watches);
+    try {
+      const env = await started();
+      expect(expired.hits).toBe(1);
+      expect(count('GET', watches) - before).toBeGreaterThanOrEqual(2);
+      await expect(env.exec('echo alive')).resolves.toMatchObject({ exitCode: 0 });
+    } finally {
+      clearInterval(dropping);
+    }
+  });
+
+  it('an exec socket cut mid-command while the pod lives: BackendUnavailableError, never an exit code; the sandbox stays usable', async () => {
+    const env = await started();
+    const running = env.exec('echo started; sleep 30');
+    const deadline = Date.now() + 10_000;
+    while (proxy.openExecs === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 300));
+    const t0 = Date.now();
+    expect(proxy.cutExecs()).toBeGreaterThan(0);
+    const error = await failure(running);
+    expect(BackendUnavailableError.isInstance(error), String(error)).toBe(true);
+    expect(classifyFailure(error)).toMatchObject({ category: 'transient_infra', type: 'BackendUnavailableError' });
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    await expect(env.exec('echo still here')).resolves.toMatchObject({ exitCode: 0, stdout: 'still here\n' });
+  });
+
+  it('a slow API (300 ms a call) still starts, runs and tears down', async () => {
+    proxy.delayMs = 300;
+    const env = await started();
+    await expect(env.exec('echo slow')).resolves.toMatchObject({ exitCode: 0 });
+  });
+});
