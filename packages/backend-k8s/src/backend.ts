@@ -56,12 +56,14 @@ export class K8sBackend implements Backend {
   readonly capabilities: Capabilities = CAPABILITIES;
   readonly #options: K8sBackendOptions;
   readonly #limiter: CreationLimiter;
+  readonly #removals: CreationLimiter;
   #cluster: Cluster | undefined;
   #pullSecrets: PullSecrets | undefined;
 
   constructor(options: K8sBackendOptions) {
     this.#options = options;
     this.#limiter = new CreationLimiter(options.creation ?? { maxConcurrent: 16, perSecond: 20 });
+    this.#removals = new CreationLimiter(options.removal ?? { maxConcurrent: 16, perSecond: 50 });
   }
 
   /** The API client, made on first use: the factory does no I/O. */
@@ -77,7 +79,7 @@ export class K8sBackend implements Backend {
       backend: BACKEND,
       id,
       spec,
-      transport: new K8sSandbox(this.cluster, this.#options, id, spec, this.#podImage(spec)),
+      transport: new K8sSandbox({ cluster: this.cluster, options: this.#options, removals: this.#removals }, id, spec, this.#podImage(spec)),
       limiter: this.#limiter,
       transfers: 'exec',
     });

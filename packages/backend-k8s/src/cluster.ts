@@ -11,6 +11,8 @@ export class Cluster {
   readonly namespace: string;
   /** https://host:port of the API server, for the exec WebSocket. */
   readonly server: string;
+  /** Ping interval on exec connections. */
+  readonly execKeepAliveMs: number;
 
   constructor(options: K8sBackendOptions) {
     this.kc = loadKubeConfig(options);
@@ -20,6 +22,7 @@ export class Cluster {
     }
     this.server = cluster.server.replace(/\/+$/, '');
     this.core = this.kc.makeApiClient(CoreV1Api);
+    this.execKeepAliveMs = options.execKeepAliveMs ?? 30_000;
     this.namespace = options.namespace ?? this.kc.getContextObject(this.kc.getCurrentContext())?.namespace ?? 'default';
   }
 }

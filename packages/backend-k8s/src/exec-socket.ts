@@ -76,6 +76,9 @@ export async function spawnExec(cluster: Cluster, pod: string, request: ProcessR
     });
   });
   const v5 = ws.protocol === 'v5.channel.k8s.io';
+  // Traffic on a quiet connection, so that no idle timeout on the way cuts a silent command.
+  const keepAlive = setInterval(() => ws.ping(), cluster.execKeepAliveMs);
+  keepAlive.unref();
   // Deep buffers: the socket is paused only when a reader falls far behind. A paused socket makes
   // the API server (1.34, measured) close after the exit status without sending the rest of
   // stdout; the kit's transfers detect that, and a deep buffer makes it rare.
@@ -115,6 +118,7 @@ export async function spawnExec(cluster: Cluster, pod: string, request: ProcessR
   });
   const exit = new Promise<ProcessExit>((resolve) => {
     ws.once('close', () => {
+      clearInterval(keepAlive);
       stdout.end();
       stderr.end();
       // Closed without a Status frame: the kit asks the pod whether it is still there.

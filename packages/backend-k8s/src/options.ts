@@ -34,6 +34,8 @@ export interface K8sBackendOptions extends PullCredentialSources {
   mirrors?: readonly MirrorRule[];
   /** Bound pod creation per backend instance. Default: 16 at once, 20 per second. */
   creation?: CreationLimits;
+  /** Bound pod deletions per backend instance, apart from creations. Default: 16 at once, 50 per second. */
+  removal?: CreationLimits;
   /** Last word on the pod before it is created, for anything the options do not cover. */
   patchPod?: (pod: V1Pod, spec: EnvironmentSpec) => V1Pod;
   /**
@@ -41,6 +43,12 @@ export interface K8sBackendOptions extends PullCredentialSources {
    * Default: every registry. An image elsewhere is reported as not checked.
    */
   preflightRegistries?: readonly string[];
+  /**
+   * A WebSocket ping on every exec connection this often, so a command that prints nothing for a
+   * long time is not cut by an idle timeout between berth and the API server (load balancers often
+   * cut after 60–350 s). Default 30 s.
+   */
+  execKeepAliveMs?: number;
   /** Prefix of pod names. Default 'berth'. */
   namePrefix?: string;
 }

@@ -1,6 +1,7 @@
 import { CapabilityError, ConfigError, SandboxLostError, type EnvironmentSpec, type ImageAuth, type ImageRef, type Operation } from '@berth/core';
 import {
   pullFailure,
+  type CreationLimiter,
   resolvePullCredential,
   throwIfAborted,
   type CreateContext,
@@ -31,6 +32,14 @@ export interface PodImage {
   secrets: PullSecrets;
 }
 
+/** What the pods of one backend instance share. */
+export interface PodShared {
+  cluster: Cluster;
+  options: K8sBackendOptions;
+  /** Bounds pod deletions, apart from creations: a storm of teardowns must not starve starts. */
+  removals: CreationLimiter;
+}
+
 /** One pod, as the kit's transport. Named after the environment id, so it can be found before create returns. */
 export class K8sSandbox implements SandboxTransport {
   readonly #cluster: Cluster;
@@ -44,9 +53,12 @@ export class K8sSandbox implements SandboxTransport {
   #secret: string | undefined;
   #hadCredentials = false;
 
-  constructor(cluster: Cluster, options: K8sBackendOptions, id: string, spec: EnvironmentSpec, image: PodImage) {
-    this.#cluster = cluster;
-    this.#options = options;
+  readonly #removals: CreationLimiter;
+
+  constructor(shared: PodShared, id: string, spec: EnvironmentSpec, image: PodImage) {
+    this.#cluster = shared.cluster;
+    this.#options = shared.options;
+    this.#removals = shared.removals;
     this.#id = id;
     this.#spec = spec;
     this.#image = image;
@@ -160,7 +172,7 @@ export class K8sSandbox implements SandboxTransport {
   }
 
   async remove(): Promise<void> {
-    await this.#removePod();
+    await this.#removals.run(() => this.#removePod());
     if (this.#secret) await this.#image.secrets.release(this.#secret, this.#id);
   }
 

@@ -118,6 +118,20 @@ describe('k8s API faults through a loopback proxy', () => {
     await expect(env.exec('echo still here')).resolves.toMatchObject({ exitCode: 0, stdout: 'still here\n' });
   });
 
+  it('a command silent for longer than an idle timeout on the way is kept alive by pings', async () => {
+    const env = createK8sBackend({ kubeconfig: proxy.kubeconfig(), tolerations: TOLERATE_FAULT, execKeepAliveMs: 300 }).environment(SPEC);
+    envs.push(env);
+    await env.start();
+    proxy.execIdleCutMs = 1200;
+    await expect(env.exec('sleep 4; echo done')).resolves.toMatchObject({ exitCode: 0, stdout: 'done\n' });
+    // The same silence without pings is cut: the proxy's idle timeout is real.
+    const quiet = createK8sBackend({ kubeconfig: proxy.kubeconfig(), tolerations: TOLERATE_FAULT, execKeepAliveMs: 60_000 }).environment(SPEC);
+    envs.push(quiet);
+    await quiet.start();
+    const error = await failure(quiet.exec('sleep 4; echo done'));
+    expect(BackendUnavailableError.isInstance(error), String(error)).toBe(true);
+  });
+
   it('a slow API (300 ms a call) still starts, runs and tears down', async () => {
     proxy.delayMs = 300;
     const env = await started();

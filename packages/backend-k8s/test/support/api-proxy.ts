@@ -48,6 +48,8 @@ export class ApiProxy {
   readonly seen: SeenRequest[] = [];
   /** Added before each request is forwarded. */
   delayMs = 0;
+  /** Cut an exec connection after this long without a byte either way, as idle-timing load balancers do. */
+  execIdleCutMs: number | undefined;
 
   private constructor(server: Server) {
     this.#server = server;
@@ -93,6 +95,7 @@ export class ApiProxy {
   clearFaults(): void {
     this.#rules.length = 0;
     this.delayMs = 0;
+    this.execIdleCutMs = undefined;
   }
 
   /** Cut every exec (upgraded) connection now, as a load balancer or a restarting API server would. */
@@ -175,6 +178,10 @@ export class ApiProxy {
       upstream.pipe(socket);
       socket.pipe(upstream);
     });
+    if (this.execIdleCutMs !== undefined) {
+      socket.setTimeout(this.execIdleCutMs, () => socket.destroy());
+      upstream.on('data', () => socket.setTimeout(this.execIdleCutMs ?? 0));
+    }
     this.#upgraded.add(socket);
     const end = () => {
       this.#upgraded.delete(socket);
