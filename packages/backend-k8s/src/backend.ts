@@ -27,7 +27,8 @@ import {
 import { BACKEND, Cluster } from './cluster.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
 import type { K8sBackendOptions } from './options.js';
-import { checkImage, checkRbac } from './preflight.js';
+import { checkImage, checkNodes, checkRbac } from './preflight.js';
+import { podManifest } from './pod-manifest.js';
 import { LABEL_PULL_SECRET, PullSecrets } from './pull-secrets.js';
 import { K8sSandbox, type PodImage } from './sandbox.js';
 
@@ -116,6 +117,7 @@ export class K8sBackend implements Backend {
     } catch (error) {
       checks.push(preflightFailure('rbac', mapApiError(error, { operation: 'preflight' }) ?? error));
     }
+    let spec = parseEnvironmentSpec({ image: 'berth-preflight', network: 'public' }, { backend: BACKEND });
     if (input !== undefined) {
       let env: Environment;
       try {
@@ -132,7 +134,12 @@ export class K8sBackend implements Backend {
         const pull = mirrorImage(image.ref, auth, this.#options.mirrors ?? []);
         checks.push(await checkImage(this.cluster, this.#options, pull.image, pull.auth, [...(named ? [named] : []), ...(this.#options.imagePullSecrets ?? [])]));
       }
+      spec = env.spec;
     }
+    // The pod as start would make it (tolerations, node selector, resources, patchPod), asked of the nodes.
+    const { namespace } = this.cluster;
+    const pod = podManifest({ name: 'berth-preflight', namespace, image: 'berth-preflight', spec, labels: { ...(this.#options.labels ?? {}) }, pullSecrets: [], options: this.#options });
+    checks.push(await checkNodes(this.cluster, pod));
     return { backend: BACKEND, ok: checks.every((c) => c.status !== 'fail'), checks };
   }
 

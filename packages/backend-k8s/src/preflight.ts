@@ -1,8 +1,9 @@
-import { AuthorizationV1Api } from '@kubernetes/client-node';
+import { AuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
 import type { ImageAuth, ImageRef, PreflightCheck } from '@berth/core';
 import { preflightFailure, probeImage, pullFailure, resolvePullCredential, type PullCredential } from '@berth/core/backend-kit';
 import { BACKEND, type Cluster } from './cluster.js';
-import { apiMessage, statusOf } from './k8s-errors.js';
+import { apiMessage, idempotent, statusOf } from './k8s-errors.js';
+import { nodeMisfits } from './node-fit.js';
 import type { K8sBackendOptions } from './options.js';
 
 /** What berth does in its namespace (deploy/role.yaml); each is asked with a SelfSubjectAccessReview. */
@@ -81,4 +82,30 @@ export async function checkImage(cluster: Cluster, options: K8sBackendOptions, r
   }
   if (probe.ok) return { name: 'image', status: 'ok', message: `${ref.original} is pullable${credential ? ' with the given credentials' : ' anonymously'}` };
   return preflightFailure('image', pullFailure(probe.message, { ...ctx, image: ref.original, hadCredentials: credential !== undefined }));
+}
+
+/**
+ * Could any node take the pod (taints such as DiskPressure, cordons, the node selector, resources)?
+ * Nodes are cluster-wide, so this needs the optional deploy/node-reader.yaml; without it the check
+ * says so and passes.
+ */
+export async function checkNodes(cluster: Cluster, pod: V1Pod): Promise<PreflightCheck> {
+  let nodes;
+  try {
+    nodes = await idempotent(() => cluster.core.listNode());
+  } catch (error) {
+    if (statusOf(error) === 403) {
+      return { name: 'nodes', status: 'warn', message: 'berth may not list nodes, so whether one can schedule the pod was not checked; bind the ClusterRole in @berth/backend-k8s/deploy/node-reader.yaml to check' };
+    }
+    return { name: 'nodes', status: 'warn', message: `the nodes could not be listed (${apiMessage(error)}): not checked` };
+  }
+  const verdicts = nodes.items.map((node) => ({ name: node.metadata?.name ?? '?', misfits: nodeMisfits(node, pod) }));
+  const fit = verdicts.filter((v) => v.misfits.length === 0).map((v) => v.name);
+  if (fit.length > 0) return { name: 'nodes', status: 'ok', message: `${fit.length} of ${verdicts.length} node(s) can schedule the pod (${fit.slice(0, 5).join(', ')}${fit.length > 5 ? ', ...' : ''})` };
+  const why = verdicts.slice(0, 5).map((v) => `${v.name}: ${v.misfits.join('; ')}`).join(' | ');
+  return {
+    name: 'nodes',
+    status: 'fail',
+    message: `no node can schedule the pod, so it would stay Pending until startupMs runs out: ${why || 'the cluster has no nodes'} (tolerate the taint with options.tolerations, free the node, or change the resources; an autoscaling cluster may add a node later)`,
+  };
 }

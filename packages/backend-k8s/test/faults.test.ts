@@ -38,6 +38,16 @@ describe('k8s faults on a real cluster', () => {
       expect(classifyFailure(error).category).toBe('transient_infra');
       await env.teardown();
       await expect(adminApi().readNamespacedPod({ name: env.id, namespace: NAMESPACE })).rejects.toMatchObject({ code: 404 });
+
+      // Preflight says so before a run: with the node reader's rights, the taint by name...
+      const admin = createK8sBackend({ kubeconfig: { file: ADMIN_KUBECONFIG }, namespace: NAMESPACE });
+      const nodes = (await admin.preflight(SPEC)).checks.find((c) => c.name === 'nodes');
+      expect(nodes).toMatchObject({ status: 'fail', message: expect.stringMatching(/berth-node: taint berth\.test\/fault=on:NoSchedule not tolerated/) });
+      const tolerating = createK8sBackend({ kubeconfig: { file: ADMIN_KUBECONFIG }, namespace: NAMESPACE, tolerations: TOLERATE_FAULT });
+      expect((await tolerating.preflight(SPEC)).checks.find((c) => c.name === 'nodes')).toMatchObject({ status: 'ok' });
+      // ...and as the namespaced service account (nodes are cluster-wide), a warning that it could not look.
+      const namespaced = (await createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG } }).preflight(SPEC)).checks.find((c) => c.name === 'nodes');
+      expect(namespaced).toMatchObject({ status: 'warn', message: expect.stringMatching(/node-reader\.yaml/) });
     } finally {
       await run('kubectl', ['--kubeconfig', ADMIN_KUBECONFIG, 'taint', 'nodes', 'berth-node', `${FAULT_TAINT.key}-`]).catch(() => undefined);
     }
