@@ -54,6 +54,8 @@ export class K8sSandbox implements SandboxTransport {
   #hadCredentials = false;
 
   readonly #removals: CreationLimiter;
+  /** restartPolicy may be patched, a pod replaced by name: failed commands are checked against the pod started. */
+  readonly replaceable = true;
 
   constructor(shared: PodShared, id: string, spec: EnvironmentSpec, image: PodImage) {
     this.#cluster = shared.cluster;

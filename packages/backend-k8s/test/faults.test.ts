@@ -86,6 +86,58 @@ describe('k8s faults on a real cluster', () => {
     expect((error as SandboxLostError).lastState).toMatch(/137|Error|Failed/);
   });
 
+  /** The container's id in containerd, to kill it from under the pod. */
+  async function containerId(env: Environment): Promise<string> {
+    const pod = await adminApi().readNamespacedPod({ name: env.id, namespace: NAMESPACE });
+    const id = pod.status?.containerStatuses?.[0]?.containerID?.replace(/^containerd:\/\//, '');
+    expect(id).toBeTruthy();
+    return id!;
+  }
+
+  it('the container killed through the runtime during an exec: SandboxLostError within seconds', async () => {
+    const env = await started();
+    const running = env.exec('sleep 60');
+    await new Promise((r) => setTimeout(r, 500));
+    const t0 = Date.now();
+    await ctr('tasks', 'kill', '-s', 'SIGKILL', await containerId(env));
+    const error = await failure(running);
+    expect(SandboxLostError.isInstance(error), String(error)).toBe(true);
+    expect(Date.now() - t0).toBeLessThan(15_000);
+  });
+
+  it('a container the kubelet restarted (a pod patched to restartPolicy OnFailure): SandboxLostError, its state is gone', async () => {
+    const restarting = createK8sBackend({
+      kubeconfig: { file: BERTH_KUBECONFIG },
+      tolerations: TOLERATE_FAULT,
+      patchPod: (pod) => ({ ...pod, spec: { ...pod.spec!, restartPolicy: 'OnFailure' } }),
+    });
+    const env = await restarting.start(SPEC);
+    envs.push(env);
+    await env.exec('echo state > /tmp/state');
+    await ctr('tasks', 'kill', '-s', 'SIGKILL', await containerId(env));
+    // The kubelet restarts it: the container runs again, fresh, under the same pod.
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const pod = await adminApi().readNamespacedPod({ name: env.id, namespace: NAMESPACE });
+      if ((pod.status?.containerStatuses?.[0]?.restartCount ?? 0) > 0 && pod.status?.containerStatuses?.[0]?.state?.running) break;
+      if (Date.now() > deadline) throw new Error('the kubelet did not restart the container');
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    // Lost, never a confusing "No such file" from the fresh container.
+    const error = await failure(env.exec('cat /tmp/state'));
+    expect(SandboxLostError.isInstance(error), String(error)).toBe(true);
+    expect((error as SandboxLostError).lastState).toMatch(/restarted/);
+  });
+
+  it('a command past the memory limit is OOM-killed by the kernel: exit 137 as data, the sandbox lives on', async () => {
+    const env = await backend().start({ ...SPEC, resources: { memoryMb: 48 } });
+    envs.push(env);
+    // cgroup v1 kills the largest process of the pod, the command, not berth's keep-alive.
+    const result = await env.exec('head -c 200m /dev/zero | tail > /dev/null');
+    expect(result.exitCode).toBe(137);
+    await expect(env.exec('echo alive')).resolves.toMatchObject({ exitCode: 0, stdout: 'alive\n' });
+  });
+
   it('a pod past its lifetime: TaskFailure LifetimeExceeded (the task outlived its budget), not a lost sandbox', async () => {
     const env = await backend().start({ ...SPEC, timeouts: { lifetimeMs: 3000 } });
     envs.push(env);

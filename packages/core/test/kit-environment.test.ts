@@ -97,6 +97,28 @@ describe('kit exec over a transport', () => {
     expect(CancelledError.isInstance(error)).toBe(true);
   });
 
+  it('a failed command in a sandbox replaced under its name is SandboxLostError (replaceable transports only)', async () => {
+    class Replaced extends LocalTransport {
+      readonly replaceable = true;
+      inspects = 0;
+      override async inspect() {
+        this.inspects++;
+        return { running: false as const, reason: 'container restarted' };
+      }
+    }
+    const replaced = new Replaced();
+    const env = environment(replaced);
+    await env.start();
+    await expect(env.exec('true')).resolves.toMatchObject({ exitCode: 0 });
+    expect(replaced.inspects).toBe(0);
+    await expect(env.exec('exit 1')).rejects.toMatchObject({ name: 'SandboxLostError', lastState: 'container restarted' });
+    // Without the flag a non-zero exit is data, and nobody asks.
+    const plain = new LocalTransport({ running: false });
+    const other = environment(plain);
+    await other.start();
+    await expect(other.exec('exit 1')).resolves.toMatchObject({ exitCode: 1 });
+  });
+
   it('refuses bad input with a ConfigError naming it', async () => {
     const { env } = await started();
     await expect(env.exec([])).rejects.toMatchObject({ type: 'ConfigError', path: 'command' });

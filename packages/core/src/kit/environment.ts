@@ -303,8 +303,10 @@ export class SandboxEnvironment implements Environment {
       throw await this.#mapError(error, 'exec');
     }
     if (this.#closed) throw this.#interruptedByTeardown('exec');
-    if (outcome.suspicious || outcome.cancelled) {
+    const failed = outcome.result.exitCode !== 0 && this.#transport.replaceable === true;
+    if (outcome.suspicious || outcome.cancelled || failed) {
       // Killed by a signal from outside (137/143) or cut off: give the backend a moment to agree.
+      // A failed command in a sandbox that can be replaced under its name: was it still the same one?
       const code = outcome.result.exitCode;
       const lost = await this.#checkAlive('exec', code === 137 || code === 143 || code < 0 ? LOSS_SETTLE_MS : 0);
       if (lost) throw lost;

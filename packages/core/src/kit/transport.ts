@@ -34,6 +34,12 @@ export interface SandboxTransport {
   setNetwork?(mode: 'public' | 'none'): Promise<void>;
   /** A native, faster way to move tar archives in and out, if the backend has one. */
   readonly archive?: ArchiveTransport;
+  /**
+   * The sandbox can be restarted or replaced under the same name (a pod's container): the kit then
+   * asks `inspect()` after every command that exits non-zero, so a fresh container's "No such
+   * file" becomes the SandboxLostError it is. One status read per failed command.
+   */
+  readonly replaceable?: boolean;
 }
 
 export interface CreateContext {
