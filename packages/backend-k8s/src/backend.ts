@@ -1,7 +1,6 @@
 import {
   SPECIFICATION_VERSION,
   isBuiltImage,
-  mirrorImage,
   type Backend,
   type Capabilities,
   type Environment,
@@ -30,7 +29,8 @@ import type { K8sBackendOptions } from './options.js';
 import { checkImage, checkNodes, checkRbac } from './preflight.js';
 import { podManifest } from './pod-manifest.js';
 import { LABEL_PULL_SECRET, PullSecrets } from './pull-secrets.js';
-import { K8sSandbox, type PodImage } from './sandbox.js';
+import { K8sSandbox } from './sandbox.js';
+import { podImages } from './pod-images.js';
 
 const CAPABILITIES: Capabilities = {
   gpus: true,
@@ -38,7 +38,7 @@ const CAPABILITIES: Capabilities = {
   networkModes: ['public'],
   networkSwitch: false,
   imageAuth: ['basic', 'identityToken', 'secretName', 'dockerConfig', 'aws'],
-  mounts: [],
+  mounts: ['image', 'bind'],
   imageBuild: false,
   // The exec subresource has no user: every command runs as the container's user.
   execUser: false,
@@ -48,7 +48,6 @@ const CAPABILITIES: Capabilities = {
 const HINTS = {
   network: "run the task with network 'public', or enforce NetworkPolicy in the cluster (see @berth/backend-k8s's README)",
   imageBuild: 'build and push the image, then pass its reference as spec.image (a builder option is planned)',
-  'mounts.image': 'bake the runtime into the image for now',
 };
 
 export class K8sBackend implements Backend {
@@ -80,22 +79,16 @@ export class K8sBackend implements Backend {
       backend: BACKEND,
       id,
       spec,
-      transport: new K8sSandbox({ cluster: this.cluster, options: this.#options, removals: this.#removals }, id, spec, this.#podImage(spec)),
+      transport: new K8sSandbox({ cluster: this.cluster, options: this.#options, removals: this.#removals }, id, spec, this.#podImages(spec)),
       limiter: this.#limiter,
       transfers: 'exec',
     });
   }
 
-  #podImage(spec: EnvironmentSpec): PodImage {
+  #podImages(spec: EnvironmentSpec) {
     const image = spec.image;
     if (isBuiltImage(image)) throw new Error('unreachable: assertSupported refuses builds');
-    // { secretName } names a pull secret of the namespace; other credentials become one at start.
-    const named = image.auth && 'secretName' in image.auth ? image.auth.secretName : undefined;
-    const auth = named === undefined ? image.auth : undefined;
-    checkPullAuth(auth, this.#options, { backend: BACKEND, operation: 'config', factory: 'createK8sBackend' });
-    const pull = mirrorImage(image.ref, auth, this.#options.mirrors ?? []);
-    const secrets = [...(this.#options.imagePullSecrets ?? []), ...(named ? [named] : [])];
-    return { image: pull.image, pullSecrets: secrets, ...(pull.auth ? { auth: pull.auth } : {}), secrets: (this.#pullSecrets ??= new PullSecrets(this.cluster)) };
+    return podImages(spec, image, this.#options, (this.#pullSecrets ??= new PullSecrets(this.cluster)));
   }
 
   async start(spec: EnvironmentSpecInput, opts: { signal?: AbortSignal } = {}): Promise<Environment> {
@@ -129,10 +122,11 @@ export class K8sBackend implements Backend {
       }
       const image = env.spec.image;
       if (!isBuiltImage(image)) {
-        const named = image.auth && 'secretName' in image.auth ? image.auth.secretName : undefined;
-        const auth = named === undefined ? image.auth : undefined;
-        const pull = mirrorImage(image.ref, auth, this.#options.mirrors ?? []);
-        checks.push(await checkImage(this.cluster, this.#options, pull.image, pull.auth, [...(named ? [named] : []), ...(this.#options.imagePullSecrets ?? [])]));
+        // Every image the pod pulls (its own and its image mounts'), with every pull secret the pod names.
+        const images = this.#podImages(env.spec);
+        for (const { image: ref, auth } of [images.main, ...images.mounts]) {
+          checks.push(await checkImage(this.cluster, this.#options, ref, auth, images.pullSecrets));
+        }
       }
       spec = env.spec;
     }

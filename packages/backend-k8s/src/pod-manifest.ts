@@ -1,17 +1,46 @@
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { EnvironmentSpec } from '@berth/core';
 import { keepAliveCommand } from '@berth/core/backend-kit';
 import type { K8sBackendOptions } from './options.js';
 
 /** The one container of a berth pod. */
 export const CONTAINER = 'main';
+/** Init containers that copy image mounts are named `<prefix><index>`. */
+export const MOUNT_PREFIX = 'berth-mount-';
 /** The label that a namespace's deny-all NetworkPolicy selects for network 'none' (see the README). */
 export const LABEL_NETWORK = 'berth.network';
+
+/** Where an init container puts an image mount's files, in its emptyDir. */
+const MOUNT_STAGING = '/berth-mount';
+
+/**
+ * Copies an image's directory (or, for '/', its whole filesystem but the kernel's) into the
+ * emptyDir. A shell script because it runs in the mounted image: that image needs sh and cp.
+ */
+const COPY_SCRIPT = `set -e; src="$1"
+if [ ! -d "$src" ]; then echo "berth: $src is not a directory in this image" >&2; exit 2; fi
+if [ "$src" = / ]; then
+  for e in /* /.[!.]*; do
+    [ -e "$e" ] || [ -L "$e" ] || continue
+    case "$e" in /proc|/sys|/dev|${MOUNT_STAGING}) continue ;; esac
+    cp -a "$e" ${MOUNT_STAGING}/
+  done
+else cp -a "$src"/. ${MOUNT_STAGING}/; fi`;
+
+/** An image mount as the pod carries it: an init container fills an emptyDir the task container mounts read-only. */
+export interface PodImageMount {
+  image: string;
+  subpath?: string;
+  target: string;
+}
 
 export interface PodInput {
   name: string;
   namespace: string;
   image: string;
+  /** Image mounts, in spec order (their images already mirrored). */
+  imageMounts?: readonly PodImageMount[];
+  pullPolicy?: string;
   spec: EnvironmentSpec;
   labels: Record<string, string>;
   pullSecrets: readonly string[];
@@ -30,9 +59,34 @@ export function podManifest(input: PodInput): V1Pod {
   if (spec.resources.memoryMb !== undefined) quantities.memory = `${spec.resources.memoryMb}Mi`;
   if (spec.resources.storageMb !== undefined) quantities['ephemeral-storage'] = `${spec.resources.storageMb}Mi`;
   if ((spec.resources.gpus ?? 0) > 0) quantities['nvidia.com/gpu'] = String(spec.resources.gpus);
+  const volumes: V1Volume[] = [];
+  const volumeMounts: V1VolumeMount[] = [];
+  const initContainers: V1Container[] = [];
+  (input.imageMounts ?? []).forEach((mount, i) => {
+    const volume = `berth-image-${i}`;
+    volumes.push({ name: volume, emptyDir: {} });
+    volumeMounts.push({ name: volume, mountPath: mount.target, readOnly: true });
+    initContainers.push({
+      name: `${MOUNT_PREFIX}${i}`,
+      image: mount.image,
+      ...(input.pullPolicy ? { imagePullPolicy: input.pullPolicy } : {}),
+      command: ['/bin/sh', '-c', COPY_SCRIPT, 'berth-mount', `/${(mount.subpath ?? '').replace(/^\/+|\/+$/g, '')}`],
+      volumeMounts: [{ name: volume, mountPath: MOUNT_STAGING }],
+      // cp's own words reach the pod status (and so the ConfigError) without log access.
+      terminationMessagePolicy: 'FallbackToLogsOnError',
+    });
+  });
+  spec.mounts.forEach((mount, i) => {
+    if (mount.type !== 'bind') return;
+    // A path on the node that runs the pod, not on the machine running berth.
+    volumes.push({ name: `berth-host-${i}`, hostPath: { path: mount.source } });
+    volumeMounts.push({ name: `berth-host-${i}`, mountPath: mount.target, readOnly: mount.readOnly });
+  });
   const container: V1Container = {
     name: CONTAINER,
     image: input.image,
+    ...(input.pullPolicy ? { imagePullPolicy: input.pullPolicy } : {}),
+    ...(volumeMounts.length ? { volumeMounts } : {}),
     command: keepAliveCommand(spec.timeouts.lifetimeMs),
     env: Object.entries(spec.env).map(([name, value]) => ({ name, value })),
     ...(spec.workdir ? { workingDir: spec.workdir } : {}),
@@ -50,6 +104,8 @@ export function podManifest(input: PodInput): V1Pod {
     spec: {
       restartPolicy: 'Never',
       containers: [container],
+      ...(initContainers.length ? { initContainers } : {}),
+      ...(volumes.length ? { volumes } : {}),
       automountServiceAccountToken: options.serviceAccountName !== undefined,
       enableServiceLinks: false,
       terminationGracePeriodSeconds: 0,

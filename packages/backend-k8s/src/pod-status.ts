@@ -1,11 +1,12 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { CONTAINER } from './pod-manifest.js';
+import { CONTAINER, MOUNT_PREFIX } from './pod-manifest.js';
 
 /** What a pod's status says about starting it: wait, it runs, or why it cannot. */
 export type StartState =
   | { kind: 'waiting'; status: string }
   | { kind: 'running'; uid: string; restarts: number }
-  | { kind: 'pull_failed'; reason: string; message: string }
+  | { kind: 'pull_failed'; reason: string; message: string; image?: string }
+  | { kind: 'mount_failed'; index: number; message: string }
   | { kind: 'config_failed'; reason: string; message: string }
   | { kind: 'ended'; reason: string; message: string };
 
@@ -15,6 +16,17 @@ const CONFIG_REASONS = new Set(['CreateContainerConfigError', 'CreateContainerEr
 /** Read one pod status while starting it. */
 export function startState(pod: V1Pod): StartState {
   const status = pod.status ?? {};
+  // Image mounts first: their init containers run (and pull) before the task's container.
+  for (const init of status.initContainerStatuses ?? []) {
+    if (!init.name.startsWith(MOUNT_PREFIX)) continue;
+    const reason = init.state?.waiting?.reason;
+    if (reason && PULL_REASONS.has(reason)) return { kind: 'pull_failed', reason, message: init.state?.waiting?.message ?? reason, image: init.image };
+    const ended = init.state?.terminated;
+    if (ended && ended.exitCode !== 0) {
+      return { kind: 'mount_failed', index: Number(init.name.slice(MOUNT_PREFIX.length)), message: (ended.message ?? '').trim() || `${ended.reason ?? 'failed'} (exit ${ended.exitCode})` };
+    }
+    if (!ended) return { kind: 'waiting', status: `Pending: copying image mount ${init.image}${reason ? ` (${reason})` : ''}` };
+  }
   const container = status.containerStatuses?.find((c) => c.name === CONTAINER);
   const waiting = container?.state?.waiting;
   if (waiting?.reason && PULL_REASONS.has(waiting.reason)) return { kind: 'pull_failed', reason: waiting.reason, message: waiting.message ?? waiting.reason };

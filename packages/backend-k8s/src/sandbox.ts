@@ -1,8 +1,7 @@
-import { CapabilityError, ConfigError, SandboxLostError, type EnvironmentSpec, type ImageAuth, type ImageRef, type Operation } from '@berth/core';
+import { CapabilityError, ConfigError, SandboxLostError, type EnvironmentSpec, type Operation } from '@berth/core';
 import {
   pullFailure,
   type CreationLimiter,
-  resolvePullCredential,
   throwIfAborted,
   type CreateContext,
   type ProcessRequest,
@@ -15,22 +14,12 @@ import { spawnExec } from './exec-socket.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
 import type { K8sBackendOptions } from './options.js';
 import { podManifest } from './pod-manifest.js';
+import { acquirePullSecrets, manifestMounts, type PodImages } from './pod-images.js';
 import { podEvents, podReport } from './pod-report.js';
 import { watchPod } from './pod-watch.js';
 import { liveState, startState } from './pod-status.js';
-import type { PullSecrets } from './pull-secrets.js';
 
 const GONE_WAIT_MS = 30_000;
-
-export interface PodImage {
-  image: ImageRef;
-  /** Pull secrets of the namespace this pod names (the options' and the spec's secretName). */
-  pullSecrets: readonly string[];
-  /** Spec credentials other than a secret name, made into a Secret at start. */
-  auth?: ImageAuth;
-  /** The Secrets of this backend instance. */
-  secrets: PullSecrets;
-}
 
 /** What the pods of one backend instance share. */
 export interface PodShared {
@@ -46,24 +35,24 @@ export class K8sSandbox implements SandboxTransport {
   readonly #options: K8sBackendOptions;
   readonly #id: string;
   readonly #spec: EnvironmentSpec;
-  readonly #image: PodImage;
+  readonly #images: PodImages;
   /** The pod that started (its UID and the container's restart count): anything else is a lost sandbox. */
   #started: { uid: string; restarts: number } | undefined;
-  /** The Secret made from credentials for this pod, released at removal. */
-  #secret: string | undefined;
+  /** The Secrets made from credentials for this pod, released at removal. */
+  #secrets: string[] = [];
   #hadCredentials = false;
 
   readonly #removals: CreationLimiter;
   /** restartPolicy may be patched, a pod replaced by name: failed commands are checked against the pod started. */
   readonly replaceable = true;
 
-  constructor(shared: PodShared, id: string, spec: EnvironmentSpec, image: PodImage) {
+  constructor(shared: PodShared, id: string, spec: EnvironmentSpec, images: PodImages) {
     this.#cluster = shared.cluster;
     this.#options = shared.options;
     this.#removals = shared.removals;
     this.#id = id;
     this.#spec = spec;
-    this.#image = image;
+    this.#images = images;
   }
 
   #ctx(operation: Operation) {
@@ -72,27 +61,22 @@ export class K8sSandbox implements SandboxTransport {
 
   async create(ctx: CreateContext): Promise<void> {
     const { core, namespace } = this.#cluster;
-    const pullSecrets = [...this.#image.pullSecrets];
-    // The spec's credentials, or Docker config's for this registry, as a Secret the pod names.
-    const lookUp = this.#image.auth !== undefined || pullSecrets.length === 0;
-    const credential = lookUp ? await resolvePullCredential(this.#image.image, this.#image.auth, this.#options, { ...this.#ctx('pull'), factory: 'createK8sBackend' }) : undefined;
-    if (credential) {
-      this.#secret = await this.#image.secrets.acquire(credential, this.#id);
-      pullSecrets.push(this.#secret);
-    }
+    this.#secrets = await acquirePullSecrets(this.#images, this.#id, this.#options);
+    const pullSecrets = [...this.#images.pullSecrets, ...this.#secrets];
     this.#hadCredentials = pullSecrets.length > 0;
     throwIfAborted(ctx.signal, this.#ctx('start'));
+    const policy = this.#options.pullPolicy ?? 'if-missing';
     const body = podManifest({
       name: this.#id,
       namespace,
-      image: this.#image.image.canonical,
+      image: this.#images.main.image.canonical,
+      imageMounts: manifestMounts(this.#images),
+      pullPolicy: policy === 'always' ? 'Always' : policy === 'never' ? 'Never' : 'IfNotPresent',
       spec: this.#spec,
       labels: { ...(this.#options.labels ?? {}), ...ctx.labels },
       pullSecrets,
       options: this.#options,
     });
-    const policy = this.#options.pullPolicy ?? 'if-missing';
-    body.spec!.containers[0]!.imagePullPolicy = policy === 'always' ? 'Always' : policy === 'never' ? 'Never' : 'IfNotPresent';
     ctx.progress({ phase: 'starting', status: `creating pod ${namespace}/${this.#id}` });
     try {
       // Retried like a read: the name is berth's own (48 random bits), so 409 means an earlier try got through.
@@ -136,12 +120,22 @@ export class K8sSandbox implements SandboxTransport {
         return;
       case 'pull_failed': {
         const events = await podEvents(this.#cluster, this.#id);
+        const failing = this.#images.mounts.find((m) => m.image.canonical === state.image)?.image ?? this.#images.main.image;
         throw pullFailure(pullMessage(events, state.message), {
           ...this.#ctx('pull'),
-          image: this.#image.image.original,
+          image: failing.original,
           hadCredentials: this.#hadCredentials,
           credentialsHint: 'pass spec.image.auth, or name a pull secret (spec.image.auth.secretName or options.imagePullSecrets)',
           cause: podReport(this.#id, pod, events),
+        });
+      }
+      case 'mount_failed': {
+        const mount = this.#images.mounts[state.index];
+        throw new ConfigError({
+          ...this.#ctx('start'),
+          path: `spec.mounts`,
+          message: `the image mount of ${mount?.image.original ?? '?'}${mount?.subpath ? ` (subpath ${mount.subpath})` : ''} at ${mount?.target ?? '?'} could not be copied: ${state.message} (berth copies it with the image's own /bin/sh and cp)`,
+          cause: podReport(this.#id, pod, await podEvents(this.#cluster, this.#id)),
         });
       }
       case 'config_failed':
@@ -175,7 +169,7 @@ export class K8sSandbox implements SandboxTransport {
 
   async remove(): Promise<void> {
     await this.#removals.run(() => this.#removePod());
-    if (this.#secret) await this.#image.secrets.release(this.#secret, this.#id);
+    for (const secret of this.#secrets) await this.#images.secrets.release(secret, this.#id);
   }
 
   async #removePod(): Promise<void> {

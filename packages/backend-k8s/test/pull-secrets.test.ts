@@ -74,7 +74,7 @@ describe('k8s preflight', () => {
     const backend = createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, preflightRegistries: ['127.0.0.1:5000'] });
     const named = await backend.preflight({ image: { ref: PRIVATE, auth: { secretName: 'berth-test-registry' } }, network: 'public' });
     expect(named.ok, JSON.stringify(named)).toBe(true);
-    expect(named.checks.map((c) => [c.name, c.status])).toEqual([['api', 'ok'], ['rbac', 'ok'], ['spec', 'ok'], ['image', 'ok']]);
+    expect(named.checks.map((c) => [c.name, c.status])).toEqual([['api', 'ok'], ['rbac', 'ok'], ['spec', 'ok'], ['image', 'ok'], ['nodes', 'warn']]);
     const missing = await backend.preflight({ image: { ref: PRIVATE, auth: { secretName: 'no-such-secret' } }, network: 'public' });
     expect(missing.checks.find((c) => c.name === 'image')).toMatchObject({ status: 'fail', message: expect.stringContaining('"no-such-secret" does not exist') });
     const anonymous = await backend.preflight({ image: PRIVATE, network: 'public' });

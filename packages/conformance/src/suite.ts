@@ -8,6 +8,7 @@ import { imageCases } from './cases/images.js';
 import { imageBuildCases } from './cases/images-build.js';
 import { lifecycleCases } from './cases/lifecycle.js';
 import { lostCases } from './cases/lost.js';
+import { mountCases } from './cases/mounts.js';
 import { transferCases } from './cases/transfer.js';
 import { transferAbortCases } from './cases/transfer-abort.js';
 import { describeError, Harness } from './harness.js';
@@ -33,6 +34,7 @@ export function describeBackendConformance(options: ConformanceOptions): void {
     transferAbortCases(h);
     lostCases(h);
     capabilityCases(h);
+    mountCases(h);
     imageCases(h);
     imageBuildCases(h);
     errorCases(h);
