@@ -1,5 +1,6 @@
 import {
   SPECIFICATION_VERSION,
+  describeImage,
   isBuiltImage,
   type Backend,
   type Capabilities,
@@ -47,13 +48,13 @@ const CAPABILITIES: Capabilities = {
 
 const HINTS = {
   network: "run the task with network 'public', or enforce NetworkPolicy in the cluster (see @berth/backend-k8s's README)",
-  imageBuild: 'build and push the image, then pass its reference as spec.image (a builder option is planned)',
+  imageBuild: "pass options.builder (createRegistryImageBuilder from @berth/backend-docker builds with the local engine and pushes to a registry the cluster pulls from), or build and push the image and pass its reference",
 };
 
 export class K8sBackend implements Backend {
   readonly specificationVersion = SPECIFICATION_VERSION;
   readonly name = BACKEND;
-  readonly capabilities: Capabilities = CAPABILITIES;
+  readonly capabilities: Capabilities;
   readonly #options: K8sBackendOptions;
   readonly #limiter: CreationLimiter;
   readonly #removals: CreationLimiter;
@@ -62,6 +63,8 @@ export class K8sBackend implements Backend {
 
   constructor(options: K8sBackendOptions) {
     this.#options = options;
+    // Builds need somewhere the cluster can pull from: claimed only with a builder.
+    this.capabilities = { ...CAPABILITIES, imageBuild: options.builder !== undefined };
     this.#limiter = new CreationLimiter(options.creation ?? { maxConcurrent: 16, perSecond: 20 });
     this.#removals = new CreationLimiter(options.removal ?? { maxConcurrent: 16, perSecond: 50 });
   }
@@ -87,8 +90,7 @@ export class K8sBackend implements Backend {
 
   #podImages(spec: EnvironmentSpec) {
     const image = spec.image;
-    if (isBuiltImage(image)) throw new Error('unreachable: assertSupported refuses builds');
-    return podImages(spec, image, this.#options, (this.#pullSecrets ??= new PullSecrets(this.cluster)));
+    return podImages(spec, isBuiltImage(image) ? undefined : image, this.#options, (this.#pullSecrets ??= new PullSecrets(this.cluster)));
   }
 
   async start(spec: EnvironmentSpecInput, opts: { signal?: AbortSignal } = {}): Promise<Environment> {
@@ -120,13 +122,13 @@ export class K8sBackend implements Backend {
         checks.push(preflightFailure('spec', error));
         return { backend: BACKEND, ok: false, checks };
       }
-      const image = env.spec.image;
-      if (!isBuiltImage(image)) {
-        // Every image the pod pulls (its own and its image mounts'), with every pull secret the pod names.
-        const images = this.#podImages(env.spec);
-        for (const { image: ref, auth } of [images.main, ...images.mounts]) {
-          checks.push(await checkImage(this.cluster, this.#options, ref, auth, images.pullSecrets));
-        }
+      if (isBuiltImage(env.spec.image)) {
+        checks.push({ name: 'build', status: 'ok', message: `${describeImage(env.spec.image)} will be built by ${this.#options.builder?.name ?? '?'} at start` });
+      }
+      // Every image the pod pulls (its own and its image mounts'), with every pull secret the pod names.
+      const images = this.#podImages(env.spec);
+      for (const { image: ref, auth } of [...(images.main ? [images.main] : []), ...images.mounts]) {
+        checks.push(await checkImage(this.cluster, this.#options, ref, auth, images.pullSecrets));
       }
       spec = env.spec;
     }

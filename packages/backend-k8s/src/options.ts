@@ -1,5 +1,5 @@
 import type { KubeConfig, V1Pod, V1Toleration } from '@kubernetes/client-node';
-import type { EnvironmentSpec, MirrorRule } from '@berth/core';
+import type { EnvironmentSpec, ImageBuilder, MirrorRule } from '@berth/core';
 import type { CreationLimits, PullCredentialSources } from '@berth/core/backend-kit';
 
 /** Where the cluster is: a loaded KubeConfig, or how to load one. */
@@ -49,6 +49,12 @@ export interface K8sBackendOptions extends PullCredentialSources {
    * cut after 60–350 s). Default 30 s.
    */
   execKeepAliveMs?: number;
+  /**
+   * Builds `image: { build }` specs somewhere the cluster can pull from (a cluster cannot build from
+   * a local directory), e.g. `createRegistryImageBuilder` from @berth/backend-docker. Without it,
+   * a build spec is a CapabilityError.
+   */
+  builder?: ImageBuilder;
   /** Prefix of pod names. Default 'berth'. */
   namePrefix?: string;
 }

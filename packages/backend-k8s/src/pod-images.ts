@@ -13,7 +13,8 @@ export interface PulledSource {
 
 /** Every image of one pod: the task's own and its image mounts', and the pull secrets they name. */
 export interface PodImages {
-  main: PulledSource;
+  /** Unset until built, for `image: { build }` (options.builder builds it at start). */
+  main?: PulledSource;
   mounts: ReadonlyArray<PulledSource & { subpath?: string; target: string }>;
   /** Pull secrets of the namespace the pod names: the options' and every `{ secretName }`. */
   pullSecrets: readonly string[];
@@ -25,18 +26,25 @@ export interface PodImages {
  * credentials become a Secret at start. Mirrors are applied to each. Bad credentials are a
  * ConfigError here, before any I/O.
  */
-export function podImages(spec: EnvironmentSpec, main: { ref: string; auth?: ImageAuth }, options: K8sBackendOptions, secrets: PullSecrets): PodImages {
+export function podImages(spec: EnvironmentSpec, main: { ref: string; auth?: ImageAuth } | undefined, options: K8sBackendOptions, secrets: PullSecrets): PodImages {
   const named = new Set(options.imagePullSecrets ?? []);
-  const source = (image: { ref: string; auth?: ImageAuth }): PulledSource => {
-    const secretName = image.auth && 'secretName' in image.auth ? image.auth.secretName : undefined;
-    if (secretName !== undefined) named.add(secretName);
-    const auth = secretName === undefined ? image.auth : undefined;
-    checkPullAuth(auth, options, { backend: BACKEND, operation: 'config', factory: 'createK8sBackend' });
-    const pull = mirrorImage(image.ref, auth, options.mirrors ?? []);
-    return { image: pull.image, ...(pull.auth ? { auth: pull.auth } : {}) };
-  };
-  const mounts = spec.mounts.flatMap((m) => (m.type === 'image' ? [{ ...source(pulled(m.image)), ...(m.subpath !== undefined ? { subpath: m.subpath } : {}), target: m.target }] : []));
-  return { main: source(main), mounts, pullSecrets: [...named], secrets };
+  const mounts = spec.mounts.flatMap((m) => (m.type === 'image' ? [{ ...source(pulled(m.image), options, named), ...(m.subpath !== undefined ? { subpath: m.subpath } : {}), target: m.target }] : []));
+  return { ...(main ? { main: source(main, options, named) } : {}), mounts, pullSecrets: [...named], secrets };
+}
+
+/** The images once the task's own is known (an image the builder just built and pushed). */
+export function withMain(images: PodImages, main: { ref: string; auth?: ImageAuth }, options: K8sBackendOptions): PodImages {
+  const named = new Set(images.pullSecrets);
+  return { ...images, main: source(main, options, named), pullSecrets: [...named] };
+}
+
+function source(image: { ref: string; auth?: ImageAuth }, options: K8sBackendOptions, named: Set<string>): PulledSource {
+  const secretName = image.auth && 'secretName' in image.auth ? image.auth.secretName : undefined;
+  if (secretName !== undefined) named.add(secretName);
+  const auth = secretName === undefined ? image.auth : undefined;
+  checkPullAuth(auth, options, { backend: BACKEND, operation: 'config', factory: 'createK8sBackend' });
+  const pull = mirrorImage(image.ref, auth, options.mirrors ?? []);
+  return { image: pull.image, ...(pull.auth ? { auth: pull.auth } : {}) };
 }
 
 function pulled(image: PulledImageInput): { ref: string; auth?: ImageAuth } {
@@ -55,7 +63,7 @@ export function manifestMounts(images: PodImages): PodImageMount[] {
  */
 export async function acquirePullSecrets(images: PodImages, environmentId: string, options: K8sBackendOptions): Promise<string[]> {
   const acquired: string[] = [];
-  for (const { image, auth } of [images.main, ...images.mounts]) {
+  for (const { image, auth } of [...(images.main ? [images.main] : []), ...images.mounts]) {
     if (auth === undefined && images.pullSecrets.length > 0) continue;
     const credential = await resolvePullCredential(image, auth, options, { operation: 'pull', backend: BACKEND, environmentId, factory: 'createK8sBackend' });
     if (!credential) continue;

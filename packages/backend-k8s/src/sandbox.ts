@@ -1,4 +1,4 @@
-import { CapabilityError, ConfigError, SandboxLostError, type EnvironmentSpec, type Operation } from '@berth/core';
+import { CapabilityError, ConfigError, SandboxLostError, describeImage, isBuiltImage, type EnvironmentSpec, type ImageAuth, type Operation } from '@berth/core';
 import {
   pullFailure,
   type CreationLimiter,
@@ -14,7 +14,7 @@ import { spawnExec } from './exec-socket.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
 import type { K8sBackendOptions } from './options.js';
 import { podManifest } from './pod-manifest.js';
-import { acquirePullSecrets, manifestMounts, type PodImages } from './pod-images.js';
+import { acquirePullSecrets, manifestMounts, withMain, type PodImages } from './pod-images.js';
 import { podEvents, podReport } from './pod-report.js';
 import { watchPod } from './pod-watch.js';
 import { liveState, startState } from './pod-status.js';
@@ -35,7 +35,7 @@ export class K8sSandbox implements SandboxTransport {
   readonly #options: K8sBackendOptions;
   readonly #id: string;
   readonly #spec: EnvironmentSpec;
-  readonly #images: PodImages;
+  #images: PodImages;
   /** The pod that started (its UID and the container's restart count): anything else is a lost sandbox. */
   #started: { uid: string; restarts: number } | undefined;
   /** The Secrets made from credentials for this pod, released at removal. */
@@ -61,6 +61,10 @@ export class K8sSandbox implements SandboxTransport {
 
   async create(ctx: CreateContext): Promise<void> {
     const { core, namespace } = this.#cluster;
+    const built = await this.#build(ctx);
+    if (built) this.#images = withMain(this.#images, built, this.#options);
+    const main = this.#images.main;
+    if (!main) throw new Error('unreachable: an image is pulled or built');
     this.#secrets = await acquirePullSecrets(this.#images, this.#id, this.#options);
     const pullSecrets = [...this.#images.pullSecrets, ...this.#secrets];
     this.#hadCredentials = pullSecrets.length > 0;
@@ -69,7 +73,7 @@ export class K8sSandbox implements SandboxTransport {
     const body = podManifest({
       name: this.#id,
       namespace,
-      image: this.#images.main.image.canonical,
+      image: main.image.canonical,
       imageMounts: manifestMounts(this.#images),
       pullPolicy: policy === 'always' ? 'Always' : policy === 'never' ? 'Never' : 'IfNotPresent',
       spec: this.#spec,
@@ -91,6 +95,22 @@ export class K8sSandbox implements SandboxTransport {
       throw mapApiError(error, this.#ctx('start')) ?? error;
     }
     await this.#waitRunning(ctx);
+  }
+
+  /** `image: { build }`: the builder builds and pushes it; the pod then pulls it like any image. */
+  async #build(ctx: CreateContext): Promise<{ ref: string; auth?: ImageAuth } | undefined> {
+    const image = this.#spec.image;
+    if (!isBuiltImage(image)) return undefined;
+    const builder = this.#options.builder;
+    if (!builder) throw new Error('unreachable: assertSupported refuses builds without a builder');
+    ctx.progress({ phase: 'building', status: `building ${describeImage(image)} (${builder.name})` });
+    return builder.build({
+      build: image.build,
+      signal: ctx.signal,
+      onProgress: (build) => ctx.progress({ build }),
+      backend: BACKEND,
+      environmentId: this.#id,
+    });
   }
 
   /** Watch the pod until it runs, or fail fast with the class its status says. */
@@ -120,10 +140,10 @@ export class K8sSandbox implements SandboxTransport {
         return;
       case 'pull_failed': {
         const events = await podEvents(this.#cluster, this.#id);
-        const failing = this.#images.mounts.find((m) => m.image.canonical === state.image)?.image ?? this.#images.main.image;
+        const failing = this.#images.mounts.find((m) => m.image.canonical === state.image)?.image ?? this.#images.main?.image;
         throw pullFailure(pullMessage(events, state.message), {
           ...this.#ctx('pull'),
-          image: failing.original,
+          image: failing?.original ?? '?',
           hadCredentials: this.#hadCredentials,
           credentialsHint: 'pass spec.image.auth, or name a pull secret (spec.image.auth.secretName or options.imagePullSecrets)',
           cause: podReport(this.#id, pod, events),

@@ -1,16 +1,22 @@
 // The behavioural conformance suite against a real one-node Kubernetes (test/kube/setup.sh):
 // pods on containerd, exec over the API server's WebSocket, transfers as tar over exec. The backend
 // runs as a service account bound only to the Role the package ships; faults come as the admin.
+import Docker from 'dockerode';
 import { SESSION_ID } from '@berth/core';
+import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
+import { createRegistryImageBuilder } from '@berth/backend-docker';
 import { describeBackendConformance } from '@berth/conformance';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { BERTH_KUBECONFIG, NAMESPACE, adminApi, ctr, TOLERATE_FAULT } from './support/cluster.js';
+
+// Builds: the local Docker engine builds, pushes to the test registry, and the node pulls from there.
+const builder = createRegistryImageBuilder({ repository: '127.0.0.1:5000/berth/builds', auth: { username: 'berth', password: 'berth-test-secret' } });
 
 describeBackendConformance({
   name: 'k8s',
   // preflightRegistries: only the loopback registry is asked (the basic image is on the node only).
   createBackend: () =>
-    createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, namespace: NAMESPACE, tolerations: TOLERATE_FAULT, preflightRegistries: ['127.0.0.1:5000'] }),
+    createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, namespace: NAMESPACE, tolerations: TOLERATE_FAULT, preflightRegistries: ['127.0.0.1:5000'], builder }),
   images: {
     basic: 'berth-test/busybox:latest',
     // Credentials in the spec: the backend makes the pull secret itself (see pull-secrets.test.ts for secretName).
@@ -25,6 +31,11 @@ describeBackendConformance({
     },
     forgetImage: async (ref) => {
       await ctr('images', 'rm', ref).catch(() => undefined);
+    },
+    // The engine's built image; the pushed copy stays in the test registry (its tag is the content hash).
+    forgetBuild: async (context) => {
+      const tag = buildTag(await hashBuildContext({ context, dockerfile: 'Dockerfile', args: {}, network: 'none' }));
+      await new Docker().getImage(tag).remove({ force: true }).catch(() => undefined);
     },
     listLeftovers: async () => {
       const pods = await adminApi().listNamespacedPod({

@@ -1,5 +1,7 @@
 import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
+import type { BuildProgress } from './contract.js';
+import type { ImageAuth } from './spec.js';
 
 /** How long a build may take when `timeoutMs` is not given: harbor's build_timeout_sec default. */
 export const DEFAULT_BUILD_TIMEOUT_MS = 10 * 60_000;
@@ -39,4 +41,29 @@ export function describeImage(image: { ref: string } | { build: ImageBuild }): s
   if ('ref' in image) return image.ref;
   const { context, dockerfile } = image.build;
   return `built from ${dockerfile === 'Dockerfile' ? context : `${context} (${dockerfile})`}`;
+}
+
+/**
+ * Builds `image: { build }` specs for a backend that cannot build from a local directory itself (a
+ * cluster): somewhere the backend can pull from, returning the reference and the credentials to
+ * pull it with. `@berth/backend-docker`'s `createRegistryImageBuilder` builds with the local Docker
+ * engine and pushes to a registry.
+ */
+export interface ImageBuilder {
+  /** Says what it builds with, for messages. */
+  readonly name: string;
+  build(request: ImageBuildRequest): Promise<{ ref: string; auth?: ImageAuth }>;
+}
+
+export interface ImageBuildRequest {
+  build: ImageBuild;
+  /** The startup deadline or the caller's abort. */
+  signal: AbortSignal;
+  /** Build log lines, as the environment's `build` events. */
+  onProgress: (progress: BuildProgress) => void;
+  /** Called when a build really runs (not when the image was already built). */
+  onBuilding?: () => void;
+  /** For errors: the backend and environment the build is for. */
+  backend: string;
+  environmentId?: string;
 }

@@ -71,7 +71,15 @@ export {
   type SerializedError,
   type TransferReason,
 } from './errors.js';
-export { DEFAULT_BUILD_TIMEOUT_MS, ImageBuildSchema, describeImage, type ImageBuild, type ImageBuildInput } from './build-spec.js';
+export {
+  DEFAULT_BUILD_TIMEOUT_MS,
+  ImageBuildSchema,
+  describeImage,
+  type ImageBuild,
+  type ImageBuildInput,
+  type ImageBuilder,
+  type ImageBuildRequest,
+} from './build-spec.js';
 export { classifyFailure, type ClassifiedFailure } from './classify.js';
 export { redactSecrets, registerSecret } from './redact.js';
 export { LABEL_CREATED, LABEL_ENVIRONMENT, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION, SESSION_ID } from './labels.js';
