@@ -11,6 +11,8 @@ export class Cluster {
   readonly namespace: string;
   /** https://host:port of the API server, for the exec WebSocket. */
   readonly server: string;
+  /** The exec subprotocol the API server chose, once known: v4 servers get framed stdin. */
+  execProtocol: string | undefined;
   /** Ping interval on exec connections. */
   readonly execKeepAliveMs: number;
 

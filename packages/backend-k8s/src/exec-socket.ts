@@ -3,12 +3,15 @@ import WebSocket from 'ws';
 import type { ProcessExit, ProcessRequest, SandboxProcess } from '@berth/core/backend-kit';
 import type { Cluster } from './cluster.js';
 import { CONTAINER } from './pod-manifest.js';
+import { StdinFramer, framedStdinPrologue } from './stdin-v4.js';
 
 // The exec subresource over a WebSocket: every frame starts with its channel (0 stdin, 1 stdout,
 // 2 stderr, 3 the final Status, 255 close a channel: v5 only). v5.channel.k8s.io lets berth close
-// stdin; v4 cannot (commands then read stdin until the connection ends).
+// stdin; v4 cannot, so on a v4-only server stdin is framed (stdin-v4.ts).
 
-const PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];
+const V5 = 'v5.channel.k8s.io';
+const V4 = 'v4.channel.k8s.io';
+const PROTOCOLS = [V5, V4];
 const STDIN = 0;
 const STDOUT = 1;
 const STDERR = 2;
@@ -54,17 +57,11 @@ export function exitCodeOf(status: { status?: string; reason?: string; details?:
   return Number.isInteger(code) ? code : undefined;
 }
 
-/** Start one process in the pod's container through the exec subresource. */
-export async function spawnExec(cluster: Cluster, pod: string, request: ProcessRequest): Promise<SandboxProcess> {
-  const pairs = Object.entries(request.env).map(([k, v]) => `${k}=${v}`);
-  const argv = request.stdin
-    ? ['/bin/sh', '-c', STDIN_PROLOGUE, 'berth-exec', ...pairs, '--', ...request.argv]
-    : pairs.length
-      ? ['/bin/sh', '-c', ENV_PROLOGUE, 'berth-exec', ...pairs, '--', ...request.argv]
-      : request.argv;
+/** Open an exec connection; the server's choice of subprotocol is remembered for the cluster. */
+async function connect(cluster: Cluster, pod: string, argv: readonly string[], stdin: boolean, protocols: readonly string[]): Promise<WebSocket> {
   const options: WebSocket.ClientOptions = { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 };
   await cluster.kc.applyToHTTPSOptions(options);
-  const ws = new WebSocket(execUrl(cluster, pod, argv, request.stdin), PROTOCOLS, options);
+  const ws = new WebSocket(execUrl(cluster, pod, argv, stdin), [...protocols], options);
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
     ws.once('error', reject);
@@ -75,7 +72,35 @@ export async function spawnExec(cluster: Cluster, pod: string, request: ProcessR
       res.on('error', () => reject(new ExecUpgradeError(res.statusCode ?? 0, body)));
     });
   });
-  const v5 = ws.protocol === 'v5.channel.k8s.io';
+  cluster.execProtocol = ws.protocol;
+  return ws;
+}
+
+/**
+ * Which subprotocol does the server speak? Asked with a harmless `true` before the first command
+ * with stdin, since the command line (with or without framing) is sent before the server answers.
+ */
+async function learnProtocol(cluster: Cluster, pod: string): Promise<void> {
+  const ws = await connect(cluster, pod, ['true'], false, PROTOCOLS);
+  await new Promise((resolve) => {
+    ws.once('close', resolve);
+    ws.on('error', () => undefined);
+  });
+}
+
+/** Start one process in the pod's container through the exec subresource. */
+export async function spawnExec(cluster: Cluster, pod: string, request: ProcessRequest): Promise<SandboxProcess> {
+  if (request.stdin && cluster.execProtocol === undefined) await learnProtocol(cluster, pod);
+  const framed = request.stdin && cluster.execProtocol === V4;
+  const pairs = Object.entries(request.env).map(([k, v]) => `${k}=${v}`);
+  const argv = request.stdin
+    ? ['/bin/sh', '-c', framed ? framedStdinPrologue(EXPORTS) : STDIN_PROLOGUE, 'berth-exec', ...pairs, '--', ...request.argv]
+    : pairs.length
+      ? ['/bin/sh', '-c', ENV_PROLOGUE, 'berth-exec', ...pairs, '--', ...request.argv]
+      : request.argv;
+  const ws = await connect(cluster, pod, argv, request.stdin, framed ? [V4] : PROTOCOLS);
+  const v5 = ws.protocol === V5;
+  const framer = framed ? new StdinFramer() : undefined;
   // Traffic on a quiet connection, so that no idle timeout on the way cuts a silent command.
   const keepAlive = setInterval(() => ws.ping(), cluster.execKeepAliveMs);
   keepAlive.unref();
@@ -128,8 +153,9 @@ export async function spawnExec(cluster: Cluster, pod: string, request: ProcessR
   ws.on('error', () => undefined); // surfaced through 'close'
   const stdin = request.stdin
     ? new Writable({
-        write(chunk: Buffer, _encoding, done) {
+        write(raw: Buffer, _encoding, done) {
           if (ws.readyState !== WebSocket.OPEN) return done(new Error('the exec connection closed while stdin was being written'));
+          const chunk = framer ? Buffer.from(framer.push(raw), 'latin1') : raw;
           let offset = 0;
           const next = (error?: Error) => {
             if (error) return done(error);
@@ -141,7 +167,8 @@ export async function spawnExec(cluster: Cluster, pod: string, request: ProcessR
           next();
         },
         final(done) {
-          if (v5 && ws.readyState === WebSocket.OPEN) ws.send(Buffer.from([CLOSE, STDIN]), () => done());
+          if (framer && ws.readyState === WebSocket.OPEN) ws.send(Buffer.concat([Buffer.from([STDIN]), Buffer.from(framer.end(), 'latin1')]), () => done());
+          else if (v5 && ws.readyState === WebSocket.OPEN) ws.send(Buffer.from([CLOSE, STDIN]), () => done());
           else done();
         },
         destroy(error, done) {

@@ -48,6 +48,8 @@ export class ApiProxy {
   readonly seen: SeenRequest[] = [];
   /** Added before each request is forwarded. */
   delayMs = 0;
+  /** Offer the API server only these exec subprotocols (e.g. v4 alone, as a server before 1.30 would speak). */
+  execProtocols: readonly string[] | undefined;
   /** Cut an exec connection after this long without a byte either way, as idle-timing load balancers do. */
   execIdleCutMs: number | undefined;
 
@@ -96,6 +98,7 @@ export class ApiProxy {
     this.#rules.length = 0;
     this.delayMs = 0;
     this.execIdleCutMs = undefined;
+    this.execProtocols = undefined;
   }
 
   /** Cut every exec (upgraded) connection now, as a load balancer or a restarting API server would. */
@@ -171,7 +174,12 @@ export class ApiProxy {
       const lines = [`${method} ${path} HTTP/1.1`];
       for (let i = 0; i < req.rawHeaders.length; i += 2) {
         const name = req.rawHeaders[i]!;
-        lines.push(`${name}: ${name.toLowerCase() === 'host' ? `${UPSTREAM.host}:${UPSTREAM.port}` : req.rawHeaders[i + 1]}`);
+        let value = req.rawHeaders[i + 1]!;
+        if (name.toLowerCase() === 'host') value = `${UPSTREAM.host}:${UPSTREAM.port}`;
+        if (name.toLowerCase() === 'sec-websocket-protocol' && this.execProtocols) {
+          value = value.split(',').map((p) => p.trim()).filter((p) => this.execProtocols!.includes(p)).join(', ');
+        }
+        lines.push(`${name}: ${value}`);
       }
       upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
       if (head.length) upstream.write(head);
