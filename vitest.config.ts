@@ -9,6 +9,7 @@ export const alias = [
   { find: /^@berth\/core$/, replacement: src('core') },
   { find: /^@berth\/backend-docker$/, replacement: src('backend-docker') },
   { find: /^@berth\/backend-k8s$/, replacement: src('backend-k8s') },
+  { find: /^@berth\/backend-modal$/, replacement: src('backend-modal') },
   { find: /^@berth\/conformance$/, replacement: src('conformance') },
   { find: /^@berth\/harbor$/, replacement: src('harbor') },
 ];

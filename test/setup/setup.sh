@@ -23,6 +23,8 @@ command -v docker-registry >/dev/null 2>&1 || need_pkgs+=(docker-registry)
 dpkg -s busybox-static >/dev/null 2>&1 || need_pkgs+=(busybox-static)
 command -v htpasswd >/dev/null 2>&1 || need_pkgs+=(apache2-utils)
 command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
+# The Modal simulator's TLS certificates are made at test time.
+command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive
