@@ -199,6 +199,23 @@ export const SCHEMA = {
       metadata: { number: 5, type: 'ImageMetadata' },
     },
   },
+  TaskLogs: {
+    package: 'modal.client',
+    fields: {
+      data: { number: 1, type: 'string' },
+      timestamp: { number: 7, type: 'double' },
+      file_descriptor: { number: 8, type: 'FileDescriptor' },
+    },
+  },
+  FileDescriptor: {
+    package: 'modal.client',
+    enum: {
+      FILE_DESCRIPTOR_UNSPECIFIED: 0,
+      FILE_DESCRIPTOR_STDOUT: 1,
+      FILE_DESCRIPTOR_STDERR: 2,
+      FILE_DESCRIPTOR_INFO: 3,
+    },
+  },
   GenericResult: {
     package: 'modal.client',
     fields: {
