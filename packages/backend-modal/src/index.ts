@@ -1,1 +1,2 @@
-export {};
+export { createModalBackend, ModalBackend } from './backend.js';
+export type { ModalBackendOptions } from './options.js';

@@ -1,0 +1,37 @@
+import { BackendAuthError, BackendUnavailableError, BerthError, ConfigError, SandboxLostError, type Operation } from '@berth/core';
+import { BACKEND } from './credentials.js';
+import { GRPC_CODE, GrpcError } from './wire/index.js';
+
+export interface ErrorContext {
+  operation: Operation;
+  environmentId?: string;
+}
+
+/**
+ * Modal's status codes in berth's terms (see ../shared/modal-wire: "Status codes and what they
+ * mean"): berth's token refused is permanent; NOT_FOUND on the sandbox or its task means it is
+ * gone; RESOURCE_EXHAUSTED, UNAVAILABLE and the like are transient (the retry hint kept);
+ * INVALID_ARGUMENT and FAILED_PRECONDITION are the caller's configuration. Undefined for anything
+ * that is not a gRPC status.
+ */
+export function mapModalError(error: unknown, ctx: ErrorContext, opts: { sandboxCall?: boolean; path?: string } = {}): BerthError | undefined {
+  if (BerthError.isInstance(error)) return error;
+  if (!GrpcError.isInstance(error)) return undefined;
+  const base = { operation: ctx.operation, backend: BACKEND, ...(ctx.environmentId ? { environmentId: ctx.environmentId } : {}), cause: error };
+  switch (error.code) {
+    case GRPC_CODE.UNAUTHENTICATED:
+    case GRPC_CODE.PERMISSION_DENIED:
+      return new BackendAuthError({ ...base, message: `Modal refused berth's token (${error.codeName}): ${error.details}; check MODAL_TOKEN_ID / MODAL_TOKEN_SECRET or the active profile of ~/.modal.toml` });
+    case GRPC_CODE.NOT_FOUND:
+      if (opts.sandboxCall) return new SandboxLostError({ ...base, message: `the Modal sandbox is gone: ${error.details}`, lastState: 'not found' });
+      return new ConfigError({ ...base, path: opts.path ?? 'options', message: `Modal has no such object: ${error.details}` });
+    case GRPC_CODE.INVALID_ARGUMENT:
+    case GRPC_CODE.FAILED_PRECONDITION:
+    case GRPC_CODE.OUT_OF_RANGE:
+      return new ConfigError({ ...base, path: opts.path ?? 'spec', message: `Modal refused the request (${error.codeName}): ${error.details}` });
+    case GRPC_CODE.RESOURCE_EXHAUSTED:
+      return new BackendUnavailableError({ ...base, message: `Modal's limits were reached: ${error.details}`, ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}) });
+    default:
+      return new BackendUnavailableError({ ...base, message: `Modal's API failed (${error.codeName ?? error.code}): ${error.details}` });
+  }
+}

@@ -1,0 +1,189 @@
+import { randomUUID } from 'node:crypto';
+import { CapabilityError, ConfigError, SandboxLostError, type EnvironmentSpec, type Operation } from '@berth/core';
+import { keepAliveCommand, probeImage, pullFailure, throwIfAborted, type CreateContext, type ProcessRequest, type SandboxProcess, type SandboxStatus, type SandboxTransport } from '@berth/core/backend-kit';
+import { BACKEND } from './credentials.js';
+import { ModalProcess } from './exec-process.js';
+import type { ImagePlan } from './image.js';
+import { mapModalError } from './modal-errors.js';
+import type { ModalShared } from './shared.js';
+import { GRPC_CODE, GrpcError, LONG_POLL_SECS, TaskRouter, type GenericResult, type RouterAccess } from './wire/index.js';
+
+/** Modal's default lifetime is 5 minutes; berth's sandboxes live until torn down (Modal's cap: 24 h). */
+const DEFAULT_LIFETIME_SECS = 24 * 3600;
+/** How a container that could not be loaded reads ("FetchSpec failed: loading container: file does not exist"). */
+const CONTAINER_NOT_LOADED = /FetchSpec failed|loading container|failed to (pull|load) image|image.*not found/i;
+
+/** One Modal sandbox, as the kit's transport. */
+export class ModalSandbox implements SandboxTransport {
+  readonly #shared: ModalShared;
+  readonly #id: string;
+  readonly #spec: EnvironmentSpec;
+  readonly #plan: Promise<ImagePlan>;
+  #sandboxId: string | undefined;
+  #taskId: string | undefined;
+  #router: TaskRouter | undefined;
+  #access: Promise<RouterAccess> | undefined;
+
+  constructor(shared: ModalShared, id: string, spec: EnvironmentSpec, plan: Promise<ImagePlan>) {
+    this.#shared = shared;
+    this.#id = id;
+    this.#spec = spec;
+    this.#plan = plan;
+    plan.catch(() => undefined); // surfaced by create()
+  }
+
+  #ctx(operation: Operation) {
+    return { operation, backend: BACKEND, environmentId: this.#id };
+  }
+
+  #map(error: unknown, operation: Operation, sandboxCall = true): unknown {
+    return mapModalError(error, this.#ctx(operation), { sandboxCall }) ?? error;
+  }
+
+  async create(ctx: CreateContext): Promise<void> {
+    const { control, options } = this.#shared;
+    let appId: string;
+    let imageId: string;
+    const plan = await this.#plan;
+    try {
+      appId = await this.#shared.app(ctx.signal);
+      ctx.progress({ phase: 'pulling', status: `building the image FROM ${plan.ref.canonical} on Modal` });
+      imageId = await this.#shared.images.ensure(plan, appId, options.environmentName, (line) => ctx.progress({ status: line }), ctx.signal);
+    } catch (error) {
+      throwIfAborted(ctx.signal, this.#ctx('start'));
+      throw mapModalError(error, this.#ctx('pull'), { path: 'spec.image.auth.secretName' }) ?? error;
+    }
+    const spec = this.#spec;
+    ctx.progress({ phase: 'starting', status: 'creating the sandbox' });
+    try {
+      const secretIds = Object.keys(spec.env).length ? [await control.ephemeralSecret(appId, spec.env, options.environmentName, ctx.signal)] : [];
+      const lifetime = spec.timeouts.lifetimeMs;
+      this.#sandboxId = await control.sandboxCreate(
+        appId,
+        {
+          entrypoint_args: keepAliveCommand(lifetime),
+          image_id: imageId,
+          secret_ids: secretIds,
+          resources: {
+            ...(spec.resources.cpus !== undefined ? { milli_cpu: Math.round(spec.resources.cpus * 1000) } : {}),
+            ...(spec.resources.memoryMb !== undefined ? { memory_mb: spec.resources.memoryMb } : {}),
+            ...(spec.resources.storageMb !== undefined ? { ephemeral_disk_mb: spec.resources.storageMb } : {}),
+          },
+          timeout_secs: lifetime ? Math.max(1, Math.ceil(lifetime / 1000)) : DEFAULT_LIFETIME_SECS,
+          ...(spec.timeouts.idleMs ? { idle_timeout_secs: Math.max(1, Math.ceil(spec.timeouts.idleMs / 1000)) } : {}),
+          ...(spec.workdir ? { workdir: spec.workdir } : {}),
+          block_network: spec.network === 'none',
+          network_access: { network_access_type: spec.network === 'none' ? 'BLOCKED' : 'OPEN' },
+        },
+        ctx.labels,
+        ctx.signal,
+      );
+      await this.#waitTask(ctx, plan);
+    } catch (error) {
+      throwIfAborted(ctx.signal, this.#ctx('start'));
+      throw this.#map(error, 'start', false);
+    }
+  }
+
+  /** Until the sandbox has a task (it runs), or its result says why it never will. */
+  async #waitTask(ctx: CreateContext, plan: ImagePlan): Promise<void> {
+    for (;;) {
+      throwIfAborted(ctx.signal, this.#ctx('start'));
+      const { taskId, result } = await this.#shared.control.sandboxTaskId(this.#sandboxId!, LONG_POLL_SECS, ctx.signal);
+      if (taskId) {
+        this.#taskId = taskId;
+        return;
+      }
+      if (result) throw await this.#startFailure(result, plan);
+      ctx.progress({ status: 'waiting for the sandbox to be scheduled' });
+    }
+  }
+
+  /**
+   * The sandbox ended before it ran. A container that could not be loaded is not guessed at: the
+   * registry is asked whether the image is pullable with the credentials the spec gave. Not
+   * pullable is the ImagePullError it is (seed 004: one clear error, not 102 mysterious ones);
+   * pullable means Modal's infrastructure failed, which is transient.
+   */
+  async #startFailure(result: GenericResult, plan: ImagePlan): Promise<Error> {
+    const text = result.exception?.trim() || String(result.status);
+    if (CONTAINER_NOT_LOADED.test(text)) {
+      const probe = this.#shared.mayProbe(plan.ref) ? await probeImage(plan.ref, plan.probeWith).catch(() => undefined) : undefined;
+      if (probe && !probe.ok) {
+        return pullFailure(probe.message, {
+          ...this.#ctx('pull'),
+          image: plan.ref.original,
+          hadCredentials: plan.hadCredentials,
+          credentialsHint: 'pass spec.image.auth ({ username, password } or { secretName } of a Modal secret)',
+          cause: new Error(text),
+        });
+      }
+      const why = probe?.ok ? 'the image is pullable with the credentials given, so Modal failed to load the container' : 'whether the image is pullable could not be asked';
+      return new SandboxLostError({ ...this.#ctx('start'), message: `the sandbox's container could not be loaded (${text}); ${why}`, lastState: String(result.status) });
+    }
+    if (result.status === 'GENERIC_STATUS_FAILURE') {
+      return new ConfigError({ ...this.#ctx('start'), path: 'spec.image', message: `the sandbox ended right after starting (${text}, exit ${result.exitcode ?? '?'}): berth needs /bin/sh in the image` });
+    }
+    return new SandboxLostError({ ...this.#ctx('start'), message: `the sandbox ended before it ran (${text})`, lastState: String(result.status) });
+  }
+
+  async inspect(): Promise<SandboxStatus> {
+    if (!this.#sandboxId) return { running: false, reason: 'never started' };
+    let result: GenericResult | undefined;
+    try {
+      result = await this.#shared.control.sandboxWait(this.#sandboxId, 0);
+    } catch (error) {
+      if (GrpcError.isInstance(error) && error.code === GRPC_CODE.NOT_FOUND) return { running: false, reason: 'removed' };
+      throw this.#map(error, 'exec');
+    }
+    if (!result) return { running: true };
+    const status = String(result.status).replace(/^GENERIC_STATUS_/, '');
+    // The keep-alive exits 0 when timeouts.lifetimeMs runs out; Modal's own timeout says TIMEOUT.
+    const lifetimeExpired = result.status === 'GENERIC_STATUS_TIMEOUT' || (result.status === 'GENERIC_STATUS_SUCCESS' && this.#spec.timeouts.lifetimeMs !== undefined);
+    return { running: false, reason: result.exception ? `${status}: ${result.exception}` : status, lifetimeExpired };
+  }
+
+  async remove(): Promise<void> {
+    if (!this.#sandboxId) return;
+    try {
+      await this.#shared.control.sandboxTerminate(this.#sandboxId);
+    } catch (error) {
+      if (GrpcError.isInstance(error) && error.code === GRPC_CODE.NOT_FOUND) return;
+      throw this.#map(error, 'teardown', false);
+    }
+  }
+
+  /** The router for this sandbox's task, its access asked once and again when it expires. */
+  #routerFor(): TaskRouter {
+    const taskId = this.#taskId;
+    if (!taskId) throw new ConfigError({ ...this.#ctx('exec'), path: 'environment', message: 'the sandbox has no task yet' });
+    this.#router ??= new TaskRouter(
+      this.#shared.transport,
+      taskId,
+      (fresh) => {
+        if (fresh || !this.#access) {
+          this.#access = this.#shared.control.routerAccess(taskId);
+          this.#access.catch(() => (this.#access = undefined));
+        }
+        return this.#access;
+      },
+      this.#shared.options.ca,
+    );
+    return this.#router;
+  }
+
+  async spawn(request: ProcessRequest): Promise<SandboxProcess> {
+    if (request.user !== undefined && request.user !== '0' && request.user !== 'root' && !request.user.startsWith('0:')) {
+      // Modal's exec has no user: a sandbox runs every command as its image's user.
+      throw new CapabilityError({ ...this.#ctx('exec'), capability: 'exec.user', message: `the ${BACKEND} backend cannot run a command as user "${request.user}": Modal's exec has no user` });
+    }
+    const router = this.#routerFor();
+    const execId = randomUUID();
+    await router.start({ execId, argv: request.argv, env: { ...request.env } });
+    return new ModalProcess(router, execId, request.stdin);
+  }
+
+  mapError(error: unknown, operation: Operation) {
+    return mapModalError(error, this.#ctx(operation), { sandboxCall: true });
+  }
+}

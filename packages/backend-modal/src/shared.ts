@@ -1,0 +1,45 @@
+import type { ImageRef } from '@berth/core';
+import { CreationLimiter } from '@berth/core/backend-kit';
+import { resolveCredentials, type ModalCredentials } from './credentials.js';
+import { ImageBuilds } from './image.js';
+import type { ModalBackendOptions } from './options.js';
+import { ControlPlane, GrpcTransport } from './wire/index.js';
+
+const CLIENT_VERSION = '1.1.0';
+
+/** What every sandbox of one backend instance shares: the connection, the app, the image builds. Made on first use. */
+export class ModalShared {
+  readonly options: ModalBackendOptions;
+  readonly credentials: ModalCredentials;
+  readonly transport = new GrpcTransport();
+  readonly control: ControlPlane;
+  readonly images: ImageBuilds;
+  #app: Promise<string> | undefined;
+
+  constructor(options: ModalBackendOptions) {
+    this.options = options;
+    this.credentials = resolveCredentials(options);
+    const endpoint = { origin: new URL(this.credentials.serverUrl).origin, ...(options.ca ? { ca: options.ca } : {}) };
+    this.control = new ControlPlane(this.transport, { endpoint, tokenId: this.credentials.tokenId, tokenSecret: this.credentials.tokenSecret, clientVersion: CLIENT_VERSION });
+    this.images = new ImageBuilds(this.control);
+  }
+
+  /** The app's id: got or made once per backend instance (asked again after a failure). */
+  app(signal?: AbortSignal): Promise<string> {
+    if (!this.#app) {
+      this.#app = this.control.appGetOrCreate(this.options.appName ?? 'berth', this.options.environmentName, true, signal);
+      this.#app.catch(() => (this.#app = undefined));
+    }
+    return this.#app;
+  }
+
+  /** May berth ask this registry directly (options.probeRegistries)? */
+  mayProbe(ref: ImageRef): boolean {
+    return !this.options.probeRegistries || this.options.probeRegistries.includes(ref.registry);
+  }
+}
+
+/** Modal's documented sandbox creation rate, and a bound on creations in flight. */
+export function creationLimiter(options: ModalBackendOptions): CreationLimiter {
+  return new CreationLimiter(options.creation ?? { perSecond: 5, maxConcurrent: 32 });
+}

@@ -1,0 +1,165 @@
+// Modal's control plane as berth uses it: one method per RPC, in berth's words. Everything that
+// knows an RPC's name or a message's shape is in src/wire/, so a change in Modal's protocol is a
+// change here.
+import type { MessageValue } from './schema.js';
+import { RpcCaller, type CallContext, type RetryPolicy } from './calls.js';
+import type { GrpcEndpoint, GrpcTransport } from './grpc.js';
+
+export type GenericResult = MessageValue<'GenericResult'>;
+export type SandboxDefinition = MessageValue<'Sandbox'>;
+export type SandboxInfo = MessageValue<'SandboxInfo'>;
+export type RegistryAuthType = 'REGISTRY_AUTH_TYPE_AWS' | 'REGISTRY_AUTH_TYPE_GCP' | 'REGISTRY_AUTH_TYPE_PUBLIC' | 'REGISTRY_AUTH_TYPE_STATIC_CREDS';
+
+/** Long-polls: what berth asks the server to hold, and how long a silent connection may last beyond it. */
+export const LONG_POLL_SECS = 55;
+const LONG_POLL_IDLE_MS = (LONG_POLL_SECS + 30) * 1000;
+
+export interface ControlPlaneConfig {
+  endpoint: GrpcEndpoint;
+  tokenId: string;
+  tokenSecret: string;
+  /** Sent as x-modal-client-version. */
+  clientVersion: string;
+  retry?: RetryPolicy;
+}
+
+export interface ImageBuildUpdate {
+  logs: string[];
+  entryId?: string;
+  result?: GenericResult;
+}
+
+/** The control plane (modal.client.ModalClient). */
+export class ControlPlane {
+  readonly #rpc: RpcCaller;
+  readonly #config: ControlPlaneConfig;
+
+  constructor(transport: GrpcTransport, config: ControlPlaneConfig) {
+    this.#rpc = new RpcCaller(transport, 'modal.client.ModalClient', config.retry);
+    this.#config = config;
+  }
+
+  #ctx(signal?: AbortSignal, idleTimeoutMs?: number): CallContext {
+    const metadata = {
+      'x-modal-token-id': this.#config.tokenId,
+      'x-modal-token-secret': this.#config.tokenSecret,
+      'x-modal-client-type': '1', // CLIENT_TYPE_CLIENT
+      'x-modal-client-version': this.#config.clientVersion,
+    };
+    return { endpoint: this.#config.endpoint, metadata: async () => metadata, ...(signal ? { signal } : {}), ...(idleTimeoutMs ? { idleTimeoutMs } : {}) };
+  }
+
+  async appGetOrCreate(appName: string, environmentName: string | undefined, create: boolean, signal?: AbortSignal): Promise<string> {
+    const res = await this.#rpc.unary(
+      'AppGetOrCreate',
+      'AppGetOrCreateRequest',
+      { app_name: appName, ...(environmentName ? { environment_name: environmentName } : {}), object_creation_type: create ? 'OBJECT_CREATION_TYPE_CREATE_IF_MISSING' : 'OBJECT_CREATION_TYPE_UNSPECIFIED' },
+      'AppGetOrCreateResponse',
+      this.#ctx(signal),
+    );
+    return res.app_id ?? '';
+  }
+
+  /** Credentials given inline become an ephemeral secret (never stored under a name). */
+  async ephemeralSecret(appId: string, env: Record<string, string>, environmentName?: string, signal?: AbortSignal): Promise<string> {
+    const res = await this.#rpc.unary(
+      'SecretGetOrCreate',
+      'SecretGetOrCreateRequest',
+      { object_creation_type: 'OBJECT_CREATION_TYPE_EPHEMERAL', env_dict: env, app_id: appId, ...(environmentName ? { environment_name: environmentName } : {}) },
+      'SecretGetOrCreateResponse',
+      this.#ctx(signal),
+    );
+    return res.secret_id ?? '';
+  }
+
+  /** A named secret of the workspace; FAILED_PRECONDITION when it lacks a required key. */
+  async namedSecret(name: string, requiredKeys: readonly string[], environmentName?: string, signal?: AbortSignal): Promise<string> {
+    const res = await this.#rpc.unary(
+      'SecretGetOrCreate',
+      'SecretGetOrCreateRequest',
+      { deployment_name: name, required_keys: [...requiredKeys], ...(environmentName ? { environment_name: environmentName } : {}) },
+      'SecretGetOrCreateResponse',
+      this.#ctx(signal),
+    );
+    return res.secret_id ?? '';
+  }
+
+  async imageGetOrCreate(appId: string, commands: readonly string[], registry: { authType: RegistryAuthType; secretId?: string } | undefined, signal?: AbortSignal): Promise<{ imageId: string; result?: GenericResult }> {
+    const res = await this.#rpc.unary(
+      'ImageGetOrCreate',
+      'ImageGetOrCreateRequest',
+      {
+        app_id: appId,
+        image: {
+          dockerfile_commands: [...commands],
+          ...(registry ? { image_registry_config: { registry_auth_type: registry.authType, ...(registry.secretId ? { secret_id: registry.secretId } : {}) } } : {}),
+        },
+        builder_version: '2025.06',
+      },
+      'ImageGetOrCreateResponse',
+      this.#ctx(signal),
+    );
+    return { imageId: res.image_id ?? '', ...(res.result?.status ? { result: res.result } : {}) };
+  }
+
+  /** One long-poll of a build: its log lines since `lastEntryId`, and its result once it has one. */
+  async *imageJoin(imageId: string, lastEntryId: string | undefined, signal?: AbortSignal): AsyncGenerator<ImageBuildUpdate> {
+    const request = { image_id: imageId, timeout: LONG_POLL_SECS, ...(lastEntryId ? { last_entry_id: lastEntryId } : {}), include_logs_for_finished: true };
+    for await (const res of this.#rpc.stream('ImageJoinStreaming', 'ImageJoinStreamingRequest', request, 'ImageJoinStreamingResponse', this.#ctx(signal, LONG_POLL_IDLE_MS))) {
+      yield {
+        logs: (res.task_logs ?? []).map((l) => (l as { data?: string }).data ?? '').filter((d) => d.length > 0),
+        ...(res.entry_id ? { entryId: res.entry_id } : {}),
+        ...(res.result?.status ? { result: res.result } : {}),
+      };
+    }
+  }
+
+  async sandboxCreate(appId: string, definition: SandboxDefinition, tags: Record<string, string>, signal?: AbortSignal): Promise<string> {
+    const res = await this.#rpc.unary(
+      'SandboxCreate',
+      'SandboxCreateRequest',
+      { app_id: appId, definition, tags: Object.entries(tags).map(([tag_name, tag_value]) => ({ tag_name, tag_value })) },
+      'SandboxCreateResponse',
+      this.#ctx(signal),
+    );
+    return res.sandbox_id ?? '';
+  }
+
+  /** The task id once the sandbox runs; its result instead if it already ended. Held up to timeoutSecs. */
+  async sandboxTaskId(sandboxId: string, timeoutSecs: number, signal?: AbortSignal): Promise<{ taskId?: string; result?: GenericResult }> {
+    const res = await this.#rpc.unary(
+      'SandboxGetTaskId',
+      'SandboxGetTaskIdRequest',
+      { sandbox_id: sandboxId, timeout: timeoutSecs, wait_until_ready: true },
+      'SandboxGetTaskIdResponse',
+      this.#ctx(signal, (timeoutSecs + 30) * 1000),
+    );
+    return { ...(res.task_id ? { taskId: res.task_id } : {}), ...(res.task_result?.status ? { result: res.task_result } : {}) };
+  }
+
+  /** The sandbox's result once it ended; undefined while it runs. Held up to timeoutSecs. */
+  async sandboxWait(sandboxId: string, timeoutSecs: number, signal?: AbortSignal): Promise<GenericResult | undefined> {
+    const res = await this.#rpc.unary('SandboxWait', 'SandboxWaitRequest', { sandbox_id: sandboxId, timeout: timeoutSecs }, 'SandboxWaitResponse', this.#ctx(signal, (timeoutSecs + 30) * 1000));
+    return res.result?.status ? res.result : undefined;
+  }
+
+  async sandboxTerminate(sandboxId: string, signal?: AbortSignal): Promise<void> {
+    await this.#rpc.unary('SandboxTerminate', 'SandboxTerminateRequest', { sandbox_id: sandboxId }, 'SandboxTerminateResponse', this.#ctx(signal));
+  }
+
+  async sandboxList(appId: string, tags: Record<string, string>, signal?: AbortSignal): Promise<SandboxInfo[]> {
+    const res = await this.#rpc.unary(
+      'SandboxList',
+      'SandboxListRequest',
+      { app_id: appId, tags: Object.entries(tags).map(([tag_name, tag_value]) => ({ tag_name, tag_value })) },
+      'SandboxListResponse',
+      this.#ctx(signal),
+    );
+    return [...(res.sandboxes ?? [])];
+  }
+
+  async routerAccess(taskId: string, signal?: AbortSignal): Promise<{ jwt: string; url: string }> {
+    const res = await this.#rpc.unary('TaskGetCommandRouterAccess', 'TaskGetCommandRouterAccessRequest', { task_id: taskId }, 'TaskGetCommandRouterAccessResponse', this.#ctx(signal));
+    return { jwt: res.jwt ?? '', url: res.url ?? '' };
+  }
+}

@@ -1,0 +1,135 @@
+// The task command router (modal.task_command_router.TaskCommandRouter): exec in one sandbox's
+// task, on the worker that runs it. Its URL and JWT come from the control plane, per task; on
+// UNAUTHENTICATED (an expired JWT) a fresh one is fetched and the call tried once more.
+import { RpcCaller, type CallContext } from './calls.js';
+import { GRPC_CODE, GrpcError } from './grpc-status.js';
+import type { GrpcTransport } from './grpc.js';
+import { LONG_POLL_SECS } from './modal-api.js';
+
+export interface RouterAccess {
+  jwt: string;
+  url: string;
+}
+
+export interface ExecStart {
+  execId: string;
+  argv: readonly string[];
+  env: Record<string, string>;
+  workdir?: string;
+  timeoutSecs?: number;
+}
+
+/** How a process ended: an exit code or a signal number. */
+export type ExecExit = { code: number } | { signal: number };
+
+export class TaskRouter {
+  readonly #rpc: RpcCaller;
+  readonly #taskId: string;
+  readonly #access: (fresh: boolean) => Promise<RouterAccess>;
+  readonly #ca: string | Buffer | undefined;
+
+  /** `access(fresh)` gives the router's URL and JWT: cached, or newly asked of the control plane. */
+  constructor(transport: GrpcTransport, taskId: string, access: (fresh: boolean) => Promise<RouterAccess>, ca?: string | Buffer) {
+    this.#rpc = new RpcCaller(transport, 'modal.task_command_router.TaskCommandRouter');
+    this.#taskId = taskId;
+    this.#access = access;
+    this.#ca = ca;
+  }
+
+  async #ctx(fresh: boolean, signal?: AbortSignal, idleTimeoutMs?: number): Promise<CallContext> {
+    const { jwt, url } = await this.#access(fresh);
+    return {
+      endpoint: { origin: new URL(url).origin, ...(this.#ca ? { ca: this.#ca } : {}) },
+      metadata: async () => ({ authorization: `Bearer ${jwt}` }),
+      ...(signal ? { signal } : {}),
+      ...(idleTimeoutMs ? { idleTimeoutMs } : {}),
+    };
+  }
+
+  /** A call with the cached JWT, and once more with a fresh one if the router says it expired. */
+  async #authorized<T>(call: (ctx: CallContext) => Promise<T>, signal?: AbortSignal, idleTimeoutMs?: number): Promise<T> {
+    try {
+      return await call(await this.#ctx(false, signal, idleTimeoutMs));
+    } catch (error) {
+      if (!GrpcError.isInstance(error) || error.code !== GRPC_CODE.UNAUTHENTICATED) throw error;
+      return call(await this.#ctx(true, signal, idleTimeoutMs));
+    }
+  }
+
+  /** Start a process. The exec id is berth's, so a retried start that got through answers ALREADY_EXISTS. */
+  async start(exec: ExecStart, signal?: AbortSignal): Promise<void> {
+    const request = {
+      task_id: this.#taskId,
+      exec_id: exec.execId,
+      command_args: [...exec.argv],
+      stdout_config: 'TASK_EXEC_STDOUT_CONFIG_PIPE' as const,
+      stderr_config: 'TASK_EXEC_STDERR_CONFIG_PIPE' as const,
+      env: exec.env,
+      ...(exec.workdir ? { workdir: exec.workdir } : {}),
+      ...(exec.timeoutSecs ? { timeout_secs: exec.timeoutSecs } : {}),
+    };
+    try {
+      await this.#authorized((ctx) => this.#rpc.unary('TaskExecStart', 'TaskExecStartRequest', request, 'TaskExecStartResponse', ctx), signal);
+    } catch (error) {
+      if (GrpcError.isInstance(error) && error.code === GRPC_CODE.ALREADY_EXISTS) return;
+      throw error;
+    }
+  }
+
+  /** Output of one stream from `offset` on, as it comes; ends when the process has ended and all was sent. */
+  async *read(execId: string, fd: 'stdout' | 'stderr', offset: number, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
+    const request = {
+      task_id: this.#taskId,
+      exec_id: execId,
+      offset,
+      file_descriptor: fd === 'stdout' ? ('TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT' as const) : ('TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDERR' as const),
+    };
+    let ctx = await this.#ctx(false, signal);
+    let refreshed = false;
+    for (;;) {
+      try {
+        for await (const res of this.#rpc.stream('TaskExecStdioRead', 'TaskExecStdioReadRequest', request, 'TaskExecStdioReadResponse', ctx)) {
+          if (res.data?.length) {
+            request.offset += res.data.length;
+            yield res.data;
+          }
+        }
+        return;
+      } catch (error) {
+        // An expired JWT before anything was read is asked again once; anything else is the caller's to resume.
+        if (refreshed || !GrpcError.isInstance(error) || error.code !== GRPC_CODE.UNAUTHENTICATED) throw error;
+        refreshed = true;
+        ctx = await this.#ctx(true, signal);
+      }
+    }
+  }
+
+  /** Bytes of stdin at `offset`; a retried write is deduplicated by the router by its offset. */
+  async write(execId: string, offset: number, data: Uint8Array, eof: boolean, signal?: AbortSignal): Promise<void> {
+    const request = { task_id: this.#taskId, exec_id: execId, offset, data, eof };
+    await this.#authorized((ctx) => this.#rpc.unary('TaskExecStdinWrite', 'TaskExecStdinWriteRequest', request, 'TaskExecStdinWriteResponse', ctx), signal);
+  }
+
+  /** How the process ended, long-polled; undefined if it still runs when the poll ends. */
+  async wait(execId: string, signal?: AbortSignal): Promise<ExecExit | undefined> {
+    const request = { task_id: this.#taskId, exec_id: execId };
+    try {
+      const res = await this.#authorized((ctx) => this.#rpc.unary('TaskExecWait', 'TaskExecWaitRequest', request, 'TaskExecWaitResponse', ctx), signal, (LONG_POLL_SECS + 30) * 1000);
+      if (res.code !== undefined) return { code: res.code };
+      if (res.signal !== undefined) return { signal: res.signal };
+      return undefined;
+    } catch (error) {
+      // The router ends a long wait this way; the caller asks again.
+      if (GrpcError.isInstance(error) && error.code === GRPC_CODE.DEADLINE_EXCEEDED) return undefined;
+      throw error;
+    }
+  }
+
+  /** How the process ended, at once; undefined while it runs. */
+  async poll(execId: string, signal?: AbortSignal): Promise<ExecExit | undefined> {
+    const res = await this.#authorized((ctx) => this.#rpc.unary('TaskExecPoll', 'TaskExecPollRequest', { task_id: this.#taskId, exec_id: execId }, 'TaskExecPollResponse', ctx), signal);
+    if (res.code !== undefined) return { code: res.code };
+    if (res.signal !== undefined) return { signal: res.signal };
+    return undefined;
+  }
+}
