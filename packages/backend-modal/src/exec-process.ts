@@ -74,6 +74,8 @@ export class ModalProcess implements SandboxProcess {
   }
 
   async #waitExit(): Promise<ProcessExit> {
+    // Given up on (the caller stopped reading): how it ended, if the router already knows.
+    if (this.#stop.signal.aborted) return this.#pollOnce();
     if (this.#cut) return { code: null, interrupted: true };
     let failures = 0;
     for (;;) {
@@ -90,6 +92,17 @@ export class ModalProcess implements SandboxProcess {
       const name = SIGNAL_NAMES.get(exit.signal);
       return { code: 128 + exit.signal, ...(name ? { signal: name } : {}) };
     }
+  }
+
+  async #pollOnce(): Promise<ProcessExit> {
+    const exit = await this.#router.poll(this.#execId, AbortSignal.timeout(5000)).catch(() => undefined);
+    if (!exit) return { code: null, interrupted: true };
+    return 'code' in exit ? { code: exit.code } : { code: 128 + exit.signal, ...(SIGNAL_NAMES.get(exit.signal) ? { signal: SIGNAL_NAMES.get(exit.signal)! } : {}) };
+  }
+
+  /** A process started without stdin: close it at once, as a process would see /dev/null (Modal keeps it open until eof). */
+  closeStdin(): Promise<void> {
+    return this.#router.write(this.#execId, 0, new Uint8Array(), true, this.#stop.signal);
   }
 
   #stdinWriter(): Writable {
@@ -115,6 +128,11 @@ export class ModalProcess implements SandboxProcess {
       },
       final: (done) => {
         send(new Uint8Array(), true).then(() => done(), (error: unknown) => done(error instanceof Error ? error : new Error(String(error))));
+      },
+      // A stdin given up on still reaches its end, so that the command is not left waiting on it.
+      destroy: (error, done) => {
+        send(new Uint8Array(), true).catch(() => undefined);
+        done(error);
       },
     });
   }

@@ -108,7 +108,8 @@ export class ModalSandbox implements SandboxTransport {
   async #startFailure(result: GenericResult, plan: ImagePlan): Promise<Error> {
     const text = result.exception?.trim() || String(result.status);
     if (CONTAINER_NOT_LOADED.test(text)) {
-      const probe = this.#shared.mayProbe(plan.ref) ? await probeImage(plan.ref, plan.probeWith).catch(() => undefined) : undefined;
+      // A named Modal secret's credentials are not berth's to see: the registry cannot be asked with them.
+      const probe = !plan.named && this.#shared.mayProbe(plan.ref) ? await probeImage(plan.ref, plan.probeWith).catch(() => undefined) : undefined;
       if (probe && !probe.ok) {
         return pullFailure(probe.message, {
           ...this.#ctx('pull'),
@@ -180,7 +181,9 @@ export class ModalSandbox implements SandboxTransport {
     const router = this.#routerFor();
     const execId = randomUUID();
     await router.start({ execId, argv: request.argv, env: { ...request.env } });
-    return new ModalProcess(router, execId, request.stdin);
+    const process = new ModalProcess(router, execId, request.stdin);
+    if (!request.stdin) await process.closeStdin().catch(() => undefined);
+    return process;
   }
 
   mapError(error: unknown, operation: Operation) {

@@ -43,6 +43,9 @@ export class GrpcTransport {
     if (!client) {
       client = new Client(endpoint.origin, {
         allowH2: true,
+        // Streams in flight at once on the connection: undici's default of 1 would queue every call
+        // (a stdout read, a stdin write, a terminate) behind a long-poll.
+        pipelining: 128,
         // Large windows: tar streams and stdio reads carry megabytes.
         initialWindowSize: 16 * 1024 * 1024,
         connectionWindowSize: 64 * 1024 * 1024,
@@ -88,6 +91,8 @@ export class GrpcTransport {
         origin: endpoint.origin,
         path: call.path,
         method: 'POST',
+        // undici holds a POST back while others run (HTTP/1 pipelining safety); gRPC streams are independent.
+        idempotent: true,
         headers: { ...call.metadata, 'content-type': 'application/grpc', te: 'trailers', 'grpc-accept-encoding': 'identity' },
         body,
       } as Dispatcher.DispatchOptions,

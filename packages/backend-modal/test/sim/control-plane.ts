@@ -1,0 +1,150 @@
+// The ModalClient service: apps, secrets, images, sandboxes and router access. Calls that create
+// something are idempotent per x-idempotency-key: a retry gets the first attempt's answer.
+import type { Msg, SimCodec } from './codec.js';
+import type { Faults } from './faults.js';
+import { Code, RpcError, type CallContext, type Method } from './grpc-server.js';
+import type { Images } from './images.js';
+import type { RouterTokens } from './router-tokens.js';
+import type { Sandboxes } from './sandboxes.js';
+import { newId } from './util.js';
+
+const SERVICE = '/modal.client.ModalClient';
+const RETRY_POLICY_URL = 'type.googleapis.com/modal.client.RPCRetryPolicy';
+
+export interface Secret {
+  id: string;
+  name?: string;
+  env: Record<string, string>;
+}
+
+export interface ControlPlaneDeps {
+  codec: SimCodec;
+  images: Images;
+  sandboxes: Sandboxes;
+  tokens: RouterTokens;
+  faults: Faults;
+  secrets: Map<string, Secret>;
+  apps: Map<string, string>;
+  routerUrl: () => string;
+}
+
+/** Answers a retry (same key, same request) with the first attempt's answer; failures are not kept. */
+class Idempotency {
+  readonly #seen = new Map<string, { raw: string; answer: Promise<Msg> }>();
+
+  run(ctx: CallContext, fn: () => Promise<Msg>): Promise<Msg> {
+    if (!ctx.idempotencyKey) return fn();
+    const key = `${ctx.path} ${ctx.idempotencyKey}`;
+    const raw = Buffer.from(ctx.raw).toString('hex');
+    const seen = this.#seen.get(key);
+    if (seen) {
+      if (seen.raw !== raw) return Promise.reject(new RpcError(Code.INVALID_ARGUMENT, `x-idempotency-key ${ctx.idempotencyKey} was used for a different request`));
+      return seen.answer;
+    }
+    const answer = fn();
+    this.#seen.set(key, { raw, answer });
+    answer.catch(() => this.#seen.delete(key));
+    return answer;
+  }
+}
+
+export function controlPlaneMethods(deps: ControlPlaneDeps): Map<string, Method> {
+  const { images, sandboxes, faults, secrets, apps, codec } = deps;
+  const idempotency = new Idempotency();
+  const methods = new Map<string, Method>();
+  const unary = (name: string, fn: (req: Msg, ctx: CallContext) => Promise<Msg> | Msg, idempotent = false) =>
+    methods.set(`${SERVICE}/${name}`, {
+      request: `modal.client.${name}Request`,
+      response: `modal.client.${name}Response`,
+      unary: (req, ctx) => (idempotent ? idempotency.run(ctx, async () => fn(req, ctx)) : Promise.resolve().then(() => fn(req, ctx))),
+    });
+
+  unary(
+    'AppGetOrCreate',
+    (req) => {
+      const name = String(req.app_name ?? '');
+      if (!name) throw new RpcError(Code.INVALID_ARGUMENT, 'app_name is required');
+      const key = `${String(req.environment_name ?? '')}/${name}`;
+      const type = String(req.object_creation_type ?? 'OBJECT_CREATION_TYPE_UNSPECIFIED');
+      const existing = apps.get(key);
+      if (existing && type === 'OBJECT_CREATION_TYPE_CREATE_FAIL_IF_EXISTS') throw new RpcError(Code.ALREADY_EXISTS, `App '${name}' already exists`);
+      if (existing) return { app_id: existing };
+      if (type === 'OBJECT_CREATION_TYPE_UNSPECIFIED') throw new RpcError(Code.NOT_FOUND, `App '${name}' not found`);
+      const id = newId('ap');
+      apps.set(key, id);
+      return { app_id: id };
+    },
+    true,
+  );
+
+  unary(
+    'SecretGetOrCreate',
+    (req) => {
+      const name = String(req.deployment_name ?? '');
+      const type = String(req.object_creation_type ?? 'OBJECT_CREATION_TYPE_UNSPECIFIED');
+      const env = (req.env_dict ?? {}) as Record<string, string>;
+      let secret: Secret | undefined;
+      if (type === 'OBJECT_CREATION_TYPE_EPHEMERAL' || type === 'OBJECT_CREATION_TYPE_ANONYMOUS_OWNED_BY_APP') {
+        secret = { id: newId('st'), env: { ...env } };
+        secrets.set(secret.id, secret);
+      } else {
+        if (!name) throw new RpcError(Code.INVALID_ARGUMENT, 'deployment_name is required for a named secret');
+        secret = [...secrets.values()].find((s) => s.name === name);
+        if (!secret && type !== 'OBJECT_CREATION_TYPE_UNSPECIFIED') {
+          secret = { id: newId('st'), name, env: { ...env } };
+          secrets.set(secret.id, secret);
+        }
+        if (!secret) throw new RpcError(Code.NOT_FOUND, `Secret '${name}' not found`);
+      }
+      const missing = ((req.required_keys ?? []) as string[]).filter((k) => !(k in secret.env));
+      if (missing.length > 0) throw new RpcError(Code.FAILED_PRECONDITION, `Secret '${secret.name ?? secret.id}' is missing key(s): ${missing.join(', ')}`);
+      return { secret_id: secret.id };
+    },
+    true,
+  );
+
+  unary('ImageGetOrCreate', (req) => images.getOrCreate(req), true);
+
+  methods.set(`${SERVICE}/ImageJoinStreaming`, {
+    request: 'modal.client.ImageJoinStreamingRequest',
+    response: 'modal.client.ImageJoinStreamingResponse',
+    stream: (req, ctx, send) => images.join(req, ctx, send),
+  });
+
+  unary(
+    'SandboxCreate',
+    (req) => {
+      const retryAfter = faults.takeRateLimit();
+      if (retryAfter !== undefined) throw rateLimited(codec, retryAfter);
+      return sandboxes.create(req, faults.takeFetchSpecFailure());
+    },
+    true,
+  );
+  unary('SandboxGetTaskId', (req, ctx) => sandboxes.getTaskId(req, ctx));
+  unary('SandboxWait', (req, ctx) => sandboxes.wait(req, ctx));
+  unary('SandboxTerminate', (req) => sandboxes.terminate(req));
+  unary('SandboxList', (req) => sandboxes.list(req));
+
+  unary('TaskGetCommandRouterAccess', (req) => {
+    const taskId = String(req.task_id ?? '');
+    sandboxes.byTask(taskId);
+    return { jwt: deps.tokens.issue(taskId), url: deps.routerUrl() };
+  });
+
+  return methods;
+}
+
+/** RESOURCE_EXHAUSTED with Modal's retry hint: an RPCRetryPolicy inside grpc-status-details-bin. */
+function rateLimited(codec: SimCodec, retryAfterSecs: number): RpcError {
+  const message = 'Sandbox creation rate limit exceeded';
+  const policy = codec.encode('modal.client.RPCRetryPolicy', { retry_after_secs: retryAfterSecs });
+  const status = codec.encode('modal.client.RPCStatus', { code: Code.RESOURCE_EXHAUSTED, message, details: [{ type_url: RETRY_POLICY_URL, value: policy }] });
+  return new RpcError(Code.RESOURCE_EXHAUSTED, message, status);
+}
+
+/** Control-plane authentication: the token pair the simulator was started with. */
+export function checkToken(ctx: CallContext, tokenId: string, tokenSecret: string): void {
+  if (ctx.headers['x-modal-token-id'] !== tokenId || ctx.headers['x-modal-token-secret'] !== tokenSecret) {
+    throw new RpcError(Code.UNAUTHENTICATED, 'Invalid token id or secret (x-modal-token-id / x-modal-token-secret)');
+  }
+}

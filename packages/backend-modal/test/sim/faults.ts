@@ -1,0 +1,113 @@
+// What a test can make go wrong, the way it goes wrong on Modal. Counted faults apply to the next
+// N matching calls and are used up by them; the others act at once or stay until changed.
+import { RpcError } from './grpc-server.js';
+
+export interface FaultTargets {
+  vanish(sandboxId: string): Promise<void>;
+  evict(sandboxId: string): Promise<void>;
+  expireRouterJwts(): void;
+  resetConnections(mode: 'rst' | 'goaway'): void;
+}
+
+interface Failure {
+  path: string;
+  code: number;
+  message: string;
+  left: number;
+}
+
+export class Faults {
+  #fetchSpec = 0;
+  #rateLimit = { left: 0, retryAfterSecs: 0 };
+  #stdioCuts: number[] = [];
+  #slowMs = 0;
+  #failures: Failure[] = [];
+  #killsAs: 'FAILURE' | 'INTERNAL_FAILURE' = 'FAILURE';
+
+  constructor(readonly targets: FaultTargets) {}
+
+  /** The sandbox's container is removed and the simulator forgets it: NOT_FOUND everywhere after. */
+  vanish(sandboxId: string): Promise<void> {
+    return this.targets.vanish(sandboxId);
+  }
+
+  /** The container is killed; the sandbox ends with MEMORY_MANAGER_EVICTION. */
+  evict(sandboxId: string): Promise<void> {
+    return this.targets.evict(sandboxId);
+  }
+
+  /** The next `count` SandboxCreate make sandboxes that end at once with INIT_FAILURE "FetchSpec failed: ...". */
+  fetchSpecFailure(count = 1): void {
+    this.#fetchSpec += count;
+  }
+
+  /** The next `count` SandboxCreate answer RESOURCE_EXHAUSTED with a retry hint. */
+  rateLimit(opts: { count?: number; retryAfterSecs: number }): void {
+    this.#rateLimit = { left: opts.count ?? 1, retryAfterSecs: opts.retryAfterSecs };
+  }
+
+  /** The next TaskExecStdioRead stream is reset (RST_STREAM) after sending `bytes` bytes. */
+  cutStdioAfter(bytes: number): void {
+    this.#stdioCuts.push(bytes);
+  }
+
+  /** Every router JWT issued so far is refused (UNAUTHENTICATED) from now on. */
+  expireRouterJwts(): void {
+    this.targets.expireRouterJwts();
+  }
+
+  /** Long polls (SandboxWait, SandboxGetTaskId, TaskExecWait, ImageJoinStreaming) answer only after `ms`; 0 turns it off. */
+  slowLongPoll(ms: number): void {
+    this.#slowMs = ms;
+  }
+
+  /** 'rst': reset every stream in flight; 'goaway': GOAWAY on every connection. */
+  resetConnections(mode: 'rst' | 'goaway'): void {
+    this.targets.resetConnections(mode);
+  }
+
+  /** The next `count` calls to `path` (full path, or just the RPC name) answer with this status. */
+  failNext(path: string, code: number, message: string, count = 1): void {
+    this.#failures.push({ path, code, message, left: count });
+  }
+
+  /** How a container killed by something other than the simulator (docker kill, OOM) is reported. */
+  reportKillsAs(status: 'FAILURE' | 'INTERNAL_FAILURE'): void {
+    this.#killsAs = status;
+  }
+
+  // What the simulator asks as it serves.
+
+  takeFailure(path: string): RpcError | undefined {
+    const hit = this.#failures.find((f) => f.left > 0 && (f.path === path || path.endsWith(`/${f.path}`)));
+    if (!hit) return undefined;
+    hit.left--;
+    this.#failures = this.#failures.filter((f) => f.left > 0);
+    return new RpcError(hit.code, hit.message);
+  }
+
+  takeFetchSpecFailure(): boolean {
+    if (this.#fetchSpec <= 0) return false;
+    this.#fetchSpec--;
+    return true;
+  }
+
+  /** Seconds to tell the client to wait, when this SandboxCreate is to be rate limited. */
+  takeRateLimit(): number | undefined {
+    if (this.#rateLimit.left <= 0) return undefined;
+    this.#rateLimit.left--;
+    return this.#rateLimit.retryAfterSecs;
+  }
+
+  takeStdioCut(): number | undefined {
+    return this.#stdioCuts.shift();
+  }
+
+  get slowLongPollMs(): number {
+    return this.#slowMs;
+  }
+
+  get killsAs(): 'FAILURE' | 'INTERNAL_FAILURE' {
+    return this.#killsAs;
+  }
+}

@@ -1,0 +1,183 @@
+// A Modal stand-in for tests: the ModalClient and TaskCommandRouter gRPC services over HTTP/2 + TLS
+// on 127.0.0.1, backed by real containers on the local Docker engine, with faults on demand.
+import { randomBytes } from 'node:crypto';
+import Docker from 'dockerode';
+import { testCa } from '../support/test-ca.js';
+import { SimCodec } from './codec.js';
+import { checkToken, controlPlaneMethods, type Secret } from './control-plane.js';
+import { Faults } from './faults.js';
+import { GrpcServer, type CallRecord, type Method } from './grpc-server.js';
+import { Images } from './images.js';
+import { routerMethods } from './router.js';
+import { RouterTokens } from './router-tokens.js';
+import { Sandboxes } from './sandboxes.js';
+import { sweepOrphans } from './sweep.js';
+import { newId } from './util.js';
+
+export { Code, RpcError, type CallRecord } from './grpc-server.js';
+export { SimCodec, type Msg } from './codec.js';
+export { IMAGE_REPO, imageTag } from './images.js';
+
+/** The label every container the simulator makes carries (value: the sandbox or image id). */
+export const SIM_LABEL = 'berth.modal-sim';
+/** Scopes one simulator's containers, so close() removes its own and no one else's. */
+const INSTANCE_LABEL = 'berth.modal-sim-instance';
+
+export interface ModalSimulatorOptions {
+  docker?: Docker;
+  /** Longest a long poll (SandboxWait, SandboxGetTaskId, TaskExecWait, ImageJoinStreaming) holds; default 55 s. */
+  longPollMs?: number;
+  /** Serve the router on its own origin (another port) instead of the control plane's. */
+  separateRouter?: boolean;
+  /** Lifetime of router JWTs (their `exp`); default 3600 s. */
+  routerJwtTtlSecs?: number;
+}
+
+export class ModalSimulator {
+  readonly tokenId = `ak-${randomBytes(8).toString('hex')}`;
+  readonly tokenSecret = `as-${randomBytes(16).toString('hex')}`;
+  readonly ca: string;
+  /** Every call served, in the order they finished. */
+  readonly calls: CallRecord[] = [];
+  readonly faults: Faults;
+  readonly docker: Docker;
+  /** The simulator's own codec (tests may use it to build raw calls). */
+  readonly codec = SimCodec.load();
+  readonly #instance = randomBytes(6).toString('hex');
+  readonly #secrets = new Map<string, Secret>();
+  readonly #apps = new Map<string, string>();
+  readonly #tokens: RouterTokens;
+  readonly #images: Images;
+  readonly #sandboxes: Sandboxes;
+  #servers: GrpcServer[] = [];
+  #longPollMs: number;
+  #closed?: Promise<void>;
+
+  private constructor(opts: ModalSimulatorOptions, cpus: number) {
+    this.docker = opts.docker ?? new Docker();
+    this.ca = testCa().ca;
+    this.#longPollMs = opts.longPollMs ?? 55_000;
+    this.#tokens = new RouterTokens(opts.routerJwtTtlSecs ?? 3600);
+    this.faults = new Faults({
+      vanish: (id) => this.#sandboxes.vanish(id),
+      evict: (id) => this.#sandboxes.evict(id),
+      expireRouterJwts: () => this.#tokens.expireAll(),
+      resetConnections: (mode) => {
+        for (const server of this.#servers) if (mode === 'rst') server.resetStreams();
+        else server.goaway();
+      },
+    });
+    const secretEnv = (id: string) => this.#secrets.get(id)?.env;
+    const labels = (simId: string) => this.#labels(simId);
+    const longPollMs = () => this.#longPollMs;
+    const slowLongPollMs = () => this.faults.slowLongPollMs;
+    this.#images = new Images({ docker: this.docker, secretEnv, labels, longPollMs, slowLongPollMs });
+    this.#sandboxes = new Sandboxes({
+      docker: this.docker,
+      images: this.#images,
+      appExists: (id) => [...this.#apps.values()].includes(id),
+      secretEnv,
+      labels,
+      longPollMs,
+      slowLongPollMs,
+      killsAs: () => this.faults.killsAs,
+      cpus,
+    });
+  }
+
+  static async start(opts: ModalSimulatorOptions = {}): Promise<ModalSimulator> {
+    const docker = opts.docker ?? new Docker();
+    const info = (await docker.info()) as { NCPU?: number };
+    await sweepOrphans(docker, SIM_LABEL);
+    const sim = new ModalSimulator({ ...opts, docker }, info.NCPU ?? 1);
+    await sim.#listen(opts.separateRouter ?? false);
+    return sim;
+  }
+
+  /** The control plane's origin (https://127.0.0.1:<port>). */
+  get url(): string {
+    return this.#servers[0]?.url ?? '';
+  }
+
+  /** Where TaskGetCommandRouterAccess sends clients: the control plane's origin unless separateRouter. */
+  get routerUrl(): string {
+    return this.#servers[1]?.url ?? this.url;
+  }
+
+  /** A named secret that SecretGetOrCreate{deployment_name} finds. */
+  addSecret(name: string, env: Record<string, string>): void {
+    for (const [id, s] of this.#secrets) if (s.name === name) this.#secrets.delete(id);
+    const id = newId('st');
+    this.#secrets.set(id, { id, name, env: { ...env } });
+  }
+
+  /** Ids of sandboxes that have not ended. */
+  async sandboxes(): Promise<string[]> {
+    return this.#sandboxes.live();
+  }
+
+  /** Changes the long-poll bound while running. */
+  set longPollMs(ms: number) {
+    this.#longPollMs = ms;
+  }
+
+  get longPollMs(): number {
+    return this.#longPollMs;
+  }
+
+  /** Stops serving, ends every sandbox and removes every container and image tag it made. */
+  close(): Promise<void> {
+    this.#closed ??= this.#close();
+    return this.#closed;
+  }
+
+  async #close(): Promise<void> {
+    await Promise.all(this.#servers.map((s) => s.close()));
+    await this.#sandboxes.close();
+    await this.#images.close();
+    // Whatever a crash in the middle of a create may have left.
+    const left = await this.docker.listContainers({ all: true, filters: { label: [`${INSTANCE_LABEL}=${this.#instance}`] } });
+    for (const c of left) await this.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+  }
+
+  #labels(simId: string): Record<string, string> {
+    return {
+      'berth.managed': 'true',
+      'berth.session': process.env.BERTH_SESSION ?? 'sim',
+      'berth.owner-pid': String(process.pid),
+      [SIM_LABEL]: simId,
+      [INSTANCE_LABEL]: this.#instance,
+    };
+  }
+
+  async #listen(separateRouter: boolean): Promise<void> {
+    const { key, cert } = testCa();
+    const codec = this.codec;
+    const control = controlPlaneMethods({
+      codec,
+      images: this.#images,
+      sandboxes: this.#sandboxes,
+      tokens: this.#tokens,
+      faults: this.faults,
+      secrets: this.#secrets,
+      apps: this.#apps,
+      routerUrl: () => this.routerUrl,
+    });
+    const router = routerMethods({ sandboxes: this.#sandboxes, tokens: this.#tokens, faults: this.faults, secretEnv: (id) => this.#secrets.get(id)?.env, longPollMs: () => this.#longPollMs });
+    const serve = (methods: Map<string, Method>) =>
+      GrpcServer.start({
+        key,
+        cert,
+        codec,
+        methods,
+        before: (ctx) => {
+          const failure = this.faults.takeFailure(ctx.path);
+          if (failure) throw failure;
+          if (ctx.path.startsWith('/modal.client.ModalClient/')) checkToken(ctx, this.tokenId, this.tokenSecret);
+        },
+        onCall: (record) => this.calls.push(record),
+      });
+    if (separateRouter) this.#servers = [await serve(control), await serve(router)];
+    else this.#servers = [await serve(new Map([...control, ...router]))];
+  }
+}
