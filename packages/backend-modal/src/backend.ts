@@ -25,6 +25,7 @@ import {
 } from '@berth/core/backend-kit';
 import { BACKEND } from './credentials.js';
 import { planImage } from './image.js';
+import { planDockerfile } from './dockerfile-build.js';
 import { mapModalError } from './modal-errors.js';
 import type { ModalBackendOptions } from './options.js';
 import { ModalSandbox } from './sandbox.js';
@@ -37,14 +38,13 @@ const CAPABILITIES: Capabilities = {
   networkSwitch: false,
   imageAuth: ['basic', 'secretName', 'dockerConfig', 'aws'],
   mounts: [],
-  // A Dockerfile's COPY/ADD need the context uploaded through Modal's mounts, which berth does not speak yet.
-  imageBuild: false,
+  // Through Modal's builder; COPY/ADD (the context upload) and multi-stage builds are refused at start.
+  imageBuild: true,
   execUser: false,
   resourceLimits: { cpus: true, memory: true, storage: true },
 };
 
 const HINTS = {
-  imageBuild: 'build and push the image, then pass its reference (Modal pulls it with spec.image.auth)',
   'mounts.image': 'bake the runtime into the image',
 };
 
@@ -70,14 +70,16 @@ export class ModalBackend implements Backend {
     const spec = parseEnvironmentSpec(input, { backend: BACKEND });
     assertSupported(spec, this.capabilities, BACKEND, HINTS);
     const image = spec.image;
-    if (isBuiltImage(image)) throw new Error('unreachable: assertSupported refuses builds');
     const id = newEnvironmentId('berth');
     const shared = this.#modal;
+    const plan = isBuiltImage(image)
+      ? planDockerfile(image.build, this.#options, id).then(({ base, recipe }) => ({ image: base, recipe }))
+      : planImage(image.ref, image.auth, this.#options, id).then((p) => ({ image: p }));
     return new SandboxEnvironment({
       backend: BACKEND,
       id,
       spec,
-      transport: new ModalSandbox(shared, id, spec, planImage(image.ref, image.auth, this.#options, id)),
+      transport: new ModalSandbox(shared, id, spec, plan),
       limiter: this.#limiter,
       transfers: 'exec',
     });
@@ -114,9 +116,9 @@ export class ModalBackend implements Backend {
 
   async #checkImage(env: Environment): Promise<PreflightCheck> {
     const image = env.spec.image;
-    if (isBuiltImage(image)) return { name: 'image', status: 'warn', message: 'not checked' };
     try {
-      const plan = await planImage(image.ref, image.auth, this.#options);
+      // A Dockerfile is checked for what Modal's builder cannot do, and its base image like any image.
+      const plan = isBuiltImage(image) ? (await planDockerfile(image.build, this.#options)).base : await planImage(image.ref, image.auth, this.#options);
       if (plan.named) {
         await this.#modal.control.namedSecret(plan.named.name, plan.named.requiredKeys, this.#options.environmentName);
         return { name: 'image', status: 'ok', message: `the Modal secret "${plan.named.name}" exists with ${plan.named.requiredKeys.join(', ')}; the image itself is checked when Modal pulls it` };

@@ -61,6 +61,13 @@ export async function planImage(refText: string, auth: ImageAuth | undefined, op
   return { ref, authType: 'REGISTRY_AUTH_TYPE_PUBLIC', hadCredentials: false };
 }
 
+/** A Dockerfile's commands for Modal's builder, and how its failure reads in berth's terms. */
+export interface BuildRecipe {
+  commands: string[];
+  buildArgs?: Record<string, string>;
+  failure: (result: GenericResult, lines: readonly string[]) => Error;
+}
+
 /** Images built per backend instance: one build per reference and credentials, shared by every start. */
 export class ImageBuilds {
   readonly #control: ControlPlane;
@@ -70,12 +77,16 @@ export class ImageBuilds {
     this.#control = control;
   }
 
-  /** The image id once Modal has it, awaiting the build (its log lines go to `onLog`). */
-  ensure(plan: ImagePlan, appId: string, environmentName: string | undefined, onLog: (line: string) => void, signal: AbortSignal): Promise<string> {
-    const key = JSON.stringify([plan.ref.canonical, plan.authType, plan.named?.name ?? '', plan.inline ?? {}]);
+  /**
+   * The image id once Modal has it, awaiting the build (its log lines go to `onLog`). `recipe` is
+   * a Dockerfile's commands (FROM first) and how a failure reads; default: `FROM <ref>` alone.
+   */
+  ensure(plan: ImagePlan, appId: string, environmentName: string | undefined, onLog: (line: string) => void, signal: AbortSignal, recipe?: BuildRecipe): Promise<string> {
+    const commands = recipe?.commands ?? [`FROM ${plan.ref.canonical}`];
+    const key = JSON.stringify([commands, plan.authType, plan.named?.name ?? '', plan.inline ?? {}, recipe?.buildArgs ?? {}]);
     let build = this.#builds.get(key);
     if (!build) {
-      build = this.#build(plan, appId, environmentName, onLog, signal);
+      build = this.#build(plan, commands, recipe, appId, environmentName, onLog, signal);
       // A failed build is not cached: the next start asks again (the registry may be back).
       build.catch(() => this.#builds.delete(key));
       this.#builds.set(key, build);
@@ -83,14 +94,14 @@ export class ImageBuilds {
     return build;
   }
 
-  async #build(plan: ImagePlan, appId: string, environmentName: string | undefined, onLog: (line: string) => void, signal: AbortSignal): Promise<string> {
+  async #build(plan: ImagePlan, commands: string[], recipe: BuildRecipe | undefined, appId: string, environmentName: string | undefined, onLog: (line: string) => void, signal: AbortSignal): Promise<string> {
     const secretId = plan.named
       ? await this.#control.namedSecret(plan.named.name, plan.named.requiredKeys, environmentName, signal)
       : plan.inline
         ? await this.#control.ephemeralSecret(appId, plan.inline, environmentName, signal)
         : undefined;
     const registry = { authType: plan.authType, ...(secretId ? { secretId } : {}) };
-    const { imageId, result } = await this.#control.imageGetOrCreate(appId, [`FROM ${plan.ref.canonical}`], registry, signal);
+    const { imageId, result } = await this.#control.imageGetOrCreate(appId, commands, registry, signal, recipe?.buildArgs);
     let outcome = result;
     let lastEntryId: string | undefined;
     const lines: string[] = [];
@@ -105,7 +116,7 @@ export class ImageBuilds {
         if (update.result) outcome = update.result;
       }
     }
-    if (outcome.status !== 'GENERIC_STATUS_SUCCESS') throw imageFailure(plan, outcome, lines);
+    if (outcome.status !== 'GENERIC_STATUS_SUCCESS') throw recipe ? recipe.failure(outcome, lines) : imageFailure(plan, outcome, lines);
     return imageId;
   }
 }

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { CapabilityError, ConfigError, SandboxLostError, type EnvironmentSpec, type Operation } from '@berth/core';
+import { CapabilityError, ConfigError, SandboxLostError, isBuiltImage, type EnvironmentSpec, type Operation } from '@berth/core';
 import { keepAliveCommand, probeImage, pullFailure, throwIfAborted, type CreateContext, type ProcessRequest, type SandboxProcess, type SandboxStatus, type SandboxTransport } from '@berth/core/backend-kit';
 import { BACKEND } from './credentials.js';
 import { ModalProcess } from './exec-process.js';
-import type { ImagePlan } from './image.js';
+import type { BuildRecipe, ImagePlan } from './image.js';
 import { mapModalError } from './modal-errors.js';
 import type { ModalShared } from './shared.js';
 import { GRPC_CODE, GrpcError, LONG_POLL_SECS, TaskRouter, type GenericResult, type RouterAccess } from './wire/index.js';
@@ -13,18 +13,24 @@ const DEFAULT_LIFETIME_SECS = 24 * 3600;
 /** How a container that could not be loaded reads ("FetchSpec failed: loading container: file does not exist"). */
 const CONTAINER_NOT_LOADED = /FetchSpec failed|loading container|failed to (pull|load) image|image.*not found/i;
 
+/** The image a sandbox runs: pulled by reference, or built from a Dockerfile (`recipe`) on that base. */
+export interface SandboxImage {
+  image: ImagePlan;
+  recipe?: BuildRecipe;
+}
+
 /** One Modal sandbox, as the kit's transport. */
 export class ModalSandbox implements SandboxTransport {
   readonly #shared: ModalShared;
   readonly #id: string;
   readonly #spec: EnvironmentSpec;
-  readonly #plan: Promise<ImagePlan>;
+  readonly #plan: Promise<SandboxImage>;
   #sandboxId: string | undefined;
   #taskId: string | undefined;
   #router: TaskRouter | undefined;
   #access: Promise<RouterAccess> | undefined;
 
-  constructor(shared: ModalShared, id: string, spec: EnvironmentSpec, plan: Promise<ImagePlan>) {
+  constructor(shared: ModalShared, id: string, spec: EnvironmentSpec, plan: Promise<SandboxImage>) {
     this.#shared = shared;
     this.#id = id;
     this.#spec = spec;
@@ -44,11 +50,13 @@ export class ModalSandbox implements SandboxTransport {
     const { control, options } = this.#shared;
     let appId: string;
     let imageId: string;
-    const plan = await this.#plan;
+    const { image: plan, recipe } = await this.#plan;
     try {
       appId = await this.#shared.app(ctx.signal);
-      ctx.progress({ phase: 'pulling', status: `building the image FROM ${plan.ref.canonical} on Modal` });
-      imageId = await this.#shared.images.ensure(plan, appId, options.environmentName, (line) => ctx.progress({ status: line }), ctx.signal);
+      ctx.progress(recipe ? { phase: 'building', status: 'building the Dockerfile on Modal' } : { phase: 'pulling', status: `building the image FROM ${plan.ref.canonical} on Modal` });
+      const context = isBuiltImage(this.#spec.image) ? this.#spec.image.build.context : undefined;
+      const onLog = (line: string) => ctx.progress(context !== undefined ? { build: { context, line } } : { status: line });
+      imageId = await this.#shared.images.ensure(plan, appId, options.environmentName, onLog, ctx.signal, recipe);
     } catch (error) {
       throwIfAborted(ctx.signal, this.#ctx('start'));
       throw mapModalError(error, this.#ctx('pull'), { path: 'spec.image.auth.secretName' }) ?? error;

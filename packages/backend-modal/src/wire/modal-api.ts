@@ -84,7 +84,13 @@ export class ControlPlane {
     return res.secret_id ?? '';
   }
 
-  async imageGetOrCreate(appId: string, commands: readonly string[], registry: { authType: RegistryAuthType; secretId?: string } | undefined, signal?: AbortSignal): Promise<{ imageId: string; result?: GenericResult }> {
+  async imageGetOrCreate(
+    appId: string,
+    commands: readonly string[],
+    registry: { authType: RegistryAuthType; secretId?: string } | undefined,
+    signal?: AbortSignal,
+    buildArgs?: Record<string, string>,
+  ): Promise<{ imageId: string; result?: GenericResult }> {
     const res = await this.#rpc.unary(
       'ImageGetOrCreate',
       'ImageGetOrCreateRequest',
@@ -92,6 +98,7 @@ export class ControlPlane {
         app_id: appId,
         image: {
           dockerfile_commands: [...commands],
+          ...(buildArgs && Object.keys(buildArgs).length ? { build_args: buildArgs } : {}),
           ...(registry ? { image_registry_config: { registry_auth_type: registry.authType, ...(registry.secretId ? { secret_id: registry.secretId } : {}) } } : {}),
         },
         builder_version: '2025.06',
