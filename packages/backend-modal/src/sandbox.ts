@@ -13,6 +13,13 @@ const DEFAULT_LIFETIME_SECS = 24 * 3600;
 /** How a container that could not be loaded reads ("FetchSpec failed: loading container: file does not exist"). */
 const CONTAINER_NOT_LOADED = /FetchSpec failed|loading container|failed to (pull|load) image|image.*not found/i;
 
+/** Modal's bound on a command line; longer ones run through a script (see #argvScript). */
+const ARGV_LIMIT = 48 * 1024;
+
+function argvBytes(argv: readonly string[]): number {
+  return argv.reduce((n, a) => n + Buffer.byteLength(a) + 1, 0);
+}
+
 /** The image a sandbox runs: pulled by reference, or built from a Dockerfile (`recipe`) on that base. */
 export interface SandboxImage {
   image: ImagePlan;
@@ -188,10 +195,27 @@ export class ModalSandbox implements SandboxTransport {
     }
     const router = this.#routerFor();
     const execId = randomUUID();
-    await router.start({ execId, argv: request.argv, env: { ...request.env } });
+    const argv = argvBytes(request.argv) > ARGV_LIMIT ? await this.#argvScript(router, request.argv) : request.argv;
+    await router.start({ execId, argv, env: { ...request.env } });
     const process = new ModalProcess(router, execId, request.stdin);
     if (!request.stdin) await process.closeStdin().catch(() => undefined);
     return process;
+  }
+
+  /**
+   * A command line longer than Modal takes goes into a script in the sandbox first (through the
+   * stdin of a small exec), and the script runs it: the same argv, whatever its length.
+   */
+  async #argvScript(router: TaskRouter, argv: readonly string[]): Promise<string[]> {
+    const path = `/tmp/.berth-cmd-${randomUUID()}`;
+    const script = `rm -f "$0"; exec ${argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')}\n`;
+    const writer = randomUUID();
+    await router.start({ execId: writer, argv: ['/bin/sh', '-c', 'cat > "$1"', 'berth', path], env: {} });
+    const process = new ModalProcess(router, writer, true);
+    await new Promise<void>((resolve, reject) => process.stdin!.end(Buffer.from(script), (error?: Error | null) => (error ? reject(error) : resolve())));
+    const exit = await process.exit;
+    if (exit.code !== 0) throw new ConfigError({ ...this.#ctx('exec'), path: 'command', message: `the command line is too long for Modal (${argvBytes(argv)} bytes) and could not be written to ${path} in the sandbox` });
+    return ['/bin/sh', path];
   }
 
   mapError(error: unknown, operation: Operation) {

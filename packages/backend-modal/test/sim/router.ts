@@ -9,6 +9,9 @@ import type { RouterTokens } from './router-tokens.js';
 import type { SandboxRecord, Sandboxes } from './sandboxes.js';
 import { engineMessage, sleep, statusCodeOf, waitFor } from './util.js';
 
+/** The most bytes of command arguments an exec may have. */
+export const ARG_LIMIT = 64 * 1024;
+
 const SERVICE = '/modal.task_command_router.TaskCommandRouter';
 const PKG = 'modal.task_command_router';
 /** A TaskExecStdioReadResponse carries at most this much. */
@@ -55,6 +58,9 @@ export function routerMethods(deps: RouterDeps): Map<string, Method> {
     if (!id) throw new RpcError(Code.INVALID_ARGUMENT, 'exec_id is required');
     const args = (req.command_args ?? []) as string[];
     if (args.length === 0) throw new RpcError(Code.INVALID_ARGUMENT, 'command_args is empty');
+    // Modal caps the size of a command line; the simulator holds clients to the same bound.
+    const size = args.reduce((n, a) => n + Buffer.byteLength(a) + 1, 0);
+    if (size > ARG_LIMIT) throw new RpcError(Code.INVALID_ARGUMENT, `command arguments are too long (${size} bytes; the limit is ${ARG_LIMIT})`);
     const key = Buffer.from(ctx.raw).toString('hex');
     const existing = record.execs.get(id);
     if (existing) {
