@@ -25,6 +25,7 @@ import {
   newEnvironmentId,
   parseEnvironmentSpec,
   preflightFailure,
+  preflightSpec,
   startAndCleanUp,
 } from '@berth/core/backend-kit';
 import { dockerMessage, mapDaemonError, statusOf } from './docker-errors.js';
@@ -122,14 +123,9 @@ export class DockerBackend implements Backend {
       return { backend: BACKEND, ok: false, checks };
     }
     if (input !== undefined) {
-      let env: Environment;
-      try {
-        env = this.environment(input);
-        checks.push({ name: 'spec', status: 'ok', message: 'the spec is valid and the backend supports it' });
-      } catch (error) {
-        checks.push(preflightFailure('spec', error));
-        return { backend: BACKEND, ok: false, checks };
-      }
+      const { env, check } = preflightSpec(() => this.environment(input));
+      checks.push(check);
+      if (!env) return { backend: BACKEND, ok: false, checks };
       const image = env.spec.image;
       if (isBuiltImage(image)) checks.push(...(await checkBuild(this.docker, this.#options, image.build)));
       else checks.push(await checkImage(this.docker, this.#options, mirrorImage(image.ref, image.auth, this.#options.mirrors ?? [])));

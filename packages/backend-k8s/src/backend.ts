@@ -22,6 +22,7 @@ import {
   newEnvironmentId,
   parseEnvironmentSpec,
   preflightFailure,
+  preflightSpec,
   startAndCleanUp,
 } from '@berth/core/backend-kit';
 import { BACKEND, Cluster } from './cluster.js';
@@ -114,14 +115,9 @@ export class K8sBackend implements Backend {
     }
     let spec = parseEnvironmentSpec({ image: 'berth-preflight', network: 'public' }, { backend: BACKEND });
     if (input !== undefined) {
-      let env: Environment;
-      try {
-        env = this.environment(input);
-        checks.push({ name: 'spec', status: 'ok', message: 'the spec is valid and the backend supports it' });
-      } catch (error) {
-        checks.push(preflightFailure('spec', error));
-        return { backend: BACKEND, ok: false, checks };
-      }
+      const { env, check } = preflightSpec(() => this.environment(input));
+      checks.push(check);
+      if (!env) return { backend: BACKEND, ok: false, checks };
       if (isBuiltImage(env.spec.image)) {
         checks.push({ name: 'build', status: 'ok', message: `${describeImage(env.spec.image)} will be built by ${this.#options.builder?.name ?? '?'} at start` });
       }

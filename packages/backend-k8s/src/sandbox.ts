@@ -1,6 +1,7 @@
-import { CapabilityError, ConfigError, SandboxLostError, describeImage, isBuiltImage, type EnvironmentSpec, type ImageAuth, type Operation } from '@berth/core';
+import { ConfigError, SandboxLostError, describeImage, isBuiltImage, type EnvironmentSpec, type ImageAuth, type Operation } from '@berth/core';
 import {
   pullFailure,
+  refuseExecUser,
   type CreationLimiter,
   throwIfAborted,
   type CreateContext,
@@ -204,17 +205,9 @@ export class K8sSandbox implements SandboxTransport {
     await watchPod(this.#cluster, this.#id, () => undefined, AbortSignal.timeout(GONE_WAIT_MS)).catch(() => undefined);
   }
 
-  spawn(request: ProcessRequest): Promise<SandboxProcess> {
-    if (request.user !== undefined && request.user !== '0' && request.user !== 'root' && !request.user.startsWith('0:')) {
-      // The exec subresource has no user: a pod runs every command as its container's user.
-      return Promise.reject(
-        new CapabilityError({
-          ...this.#ctx('exec'),
-          capability: 'exec.user',
-          message: `the ${BACKEND} backend cannot run a command as user "${request.user}": the Kubernetes exec API has no user; run the image as that user instead`,
-        }),
-      );
-    }
+  async spawn(request: ProcessRequest): Promise<SandboxProcess> {
+    // The exec subresource has no user: a pod runs every command as its container's user.
+    refuseExecUser(request.user, this.#ctx('exec'), 'the Kubernetes exec API has no user; run the image as that user instead');
     return spawnExec(this.#cluster, this.#id, request);
   }
 

@@ -18,6 +18,7 @@ import {
   newEnvironmentId,
   parseEnvironmentSpec,
   preflightFailure,
+  preflightSpec,
   probeImage,
   pullFailure,
   startAndCleanUp,
@@ -101,14 +102,9 @@ export class ModalBackend implements Backend {
       return { backend: BACKEND, ok: false, checks };
     }
     if (input !== undefined) {
-      let env: Environment;
-      try {
-        env = this.environment(input);
-        checks.push({ name: 'spec', status: 'ok', message: 'the spec is valid and the backend supports it' });
-      } catch (error) {
-        checks.push(preflightFailure('spec', error));
-        return { backend: BACKEND, ok: false, checks };
-      }
+      const { env, check } = preflightSpec(() => this.environment(input));
+      checks.push(check);
+      if (!env) return { backend: BACKEND, ok: false, checks };
       checks.push(await this.#checkImage(env));
     }
     return { backend: BACKEND, ok: checks.every((c) => c.status !== 'fail'), checks };

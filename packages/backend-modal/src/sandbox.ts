@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { CapabilityError, ConfigError, SandboxLostError, isBuiltImage, type EnvironmentSpec, type Operation } from '@berth/core';
-import { keepAliveCommand, probeImage, pullFailure, throwIfAborted, type CreateContext, type ProcessRequest, type SandboxProcess, type SandboxStatus, type SandboxTransport } from '@berth/core/backend-kit';
+import { ConfigError, SandboxLostError, isBuiltImage, type EnvironmentSpec, type Operation } from '@berth/core';
+import { keepAliveCommand, probeImage, pullFailure, refuseExecUser, throwIfAborted, type CreateContext, type ProcessRequest, type SandboxProcess, type SandboxStatus, type SandboxTransport } from '@berth/core/backend-kit';
 import { BACKEND } from './credentials.js';
 import { ModalProcess } from './exec-process.js';
 import type { BuildRecipe, ImagePlan } from './image.js';
@@ -189,10 +189,8 @@ export class ModalSandbox implements SandboxTransport {
   }
 
   async spawn(request: ProcessRequest): Promise<SandboxProcess> {
-    if (request.user !== undefined && request.user !== '0' && request.user !== 'root' && !request.user.startsWith('0:')) {
-      // Modal's exec has no user: a sandbox runs every command as its image's user.
-      throw new CapabilityError({ ...this.#ctx('exec'), capability: 'exec.user', message: `the ${BACKEND} backend cannot run a command as user "${request.user}": Modal's exec has no user` });
-    }
+    // Modal's exec has no user: a sandbox runs every command as its image's user.
+    refuseExecUser(request.user, this.#ctx('exec'), "Modal's exec has no user");
     const router = this.#routerFor();
     const execId = randomUUID();
     const argv = argvBytes(request.argv) > ARGV_LIMIT ? await this.#argvScript(router, request.argv) : request.argv;

@@ -1,9 +1,18 @@
 import type { Capabilities } from '../contract.js';
-import { CapabilityError } from '../errors.js';
+import { CapabilityError, type Operation } from '../errors.js';
 import { isBuiltImage, type EnvironmentSpec } from '../spec.js';
 
 /** What to tell a user of this backend instead, per capability it lacks (e.g. 'use a bind mount of an extracted copy'). */
 export type CapabilityHints = Partial<Record<'gpus' | 'network' | 'resources.storage' | 'mounts.image' | 'mounts.bind' | 'imageBuild' | 'networkSwitch', string>>;
+
+/**
+ * For backends whose exec has no user (the execUser capability false): a command asked to run as
+ * anyone but root is a CapabilityError saying why (`reason`), never silently run as root.
+ */
+export function refuseExecUser(user: string | undefined, ctx: { operation: Operation; backend: string; environmentId?: string }, reason: string): void {
+  if (user === undefined || user === '0' || user === 'root' || user.startsWith('0:')) return;
+  throw new CapabilityError({ ...ctx, capability: 'exec.user', message: `the ${ctx.backend} backend cannot run a command as user "${user}": ${reason}` });
+}
 
 /**
  * Refuse a spec that asks for what the backend says it cannot do, before any I/O: a CapabilityError
