@@ -25,6 +25,9 @@ command -v htpasswd >/dev/null 2>&1 || need_pkgs+=(apache2-utils)
 command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 # The Modal simulator's TLS certificates are made at test time.
 command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
+# report.html is checked in a real headless browser; `script` (util-linux) gives the CLI tests a pty.
+command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
+command -v script >/dev/null 2>&1 || need_pkgs+=(bsdutils)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive

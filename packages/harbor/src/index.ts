@@ -12,3 +12,4 @@ export { attemptDir, type AttemptFailureJson, type AttemptResultFile } from './r
 export type { AgentFunction, HarborAgent } from './agent.js';
 export { createHarborTrial, type HarborHooks, type HarborTrialOptions } from './trial.js';
 export { runHarborJob, type HarborJobOptions, type HarborJobReport, type HarborTaskStatus, type HarborTaskSummary } from './job.js';
+export { startTaskSandbox, type TaskSandboxOptions } from './dev-sandbox.js';

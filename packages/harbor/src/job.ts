@@ -19,7 +19,11 @@ import { createHarborTrial, type HarborHooks } from './trial.js';
 export interface HarborJobOptions extends Omit<RunTrialsOptions<HarborTask>, 'journal' | 'taskId'> {
   /** The tasks to run; or give tasksDir. */
   tasks?: HarborTask[];
-  /** A dataset directory (each subdirectory a task), or one task directory. */
+  /**
+   * A dataset directory (each subdirectory a task), or one task directory. With `tasks` as well
+   * (e.g. a filtered selection of it), the tasks are not loaded again: it is only recorded in
+   * report.json, where offline tools (regrade) find the tasks' files.
+   */
   tasksDir?: string;
   backend: Backend;
   /** Everything the job writes: attempts, journal.jsonl, report.json. */
@@ -111,8 +115,8 @@ function summarise(jobDir: string, record: TaskRecord<HarborOutcome>): HarborTas
  */
 export async function runHarborJob(options: HarborJobOptions): Promise<RunResult<HarborOutcome>> {
   const { tasks: given, tasksDir, backend, agent = 'oracle', specOverrides, hooks, hostEnv, journal, jobDir: jobDirOption, ...runOptions } = options;
-  if ((given === undefined) === (tasksDir === undefined)) {
-    throw new ConfigError({ operation: 'config', path: 'tasks', message: 'runHarborJob needs exactly one of tasks or tasksDir' });
+  if (given === undefined && tasksDir === undefined) {
+    throw new ConfigError({ operation: 'config', path: 'tasks', message: 'runHarborJob needs tasks or a tasksDir to load them from' });
   }
   const jobDir = resolve(jobDirOption);
   const tasks = given ?? (await loadHarborTasks(tasksDir!, hostEnv ? { hostEnv } : {}));

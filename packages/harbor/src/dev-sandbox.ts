@@ -1,0 +1,37 @@
+import type { Backend, Environment } from '@berth/core';
+import type { HostEnv } from './env-template.js';
+import { awaitHealthy, copyEnvironmentDir, prepareSandbox } from './sandbox-setup.js';
+import { buildSpec, type SpecOverrides } from './spec.js';
+import type { HarborTask } from './task.js';
+
+export interface TaskSandboxOptions {
+  signal?: AbortSignal;
+  specOverrides?: SpecOverrides;
+  hostEnv?: HostEnv;
+  /** Also upload tests/ to /tests (default true) and solution/ to /solution (default true, when the task has one). */
+  upload?: { tests?: boolean; solution?: boolean };
+}
+
+/**
+ * A task's sandbox as a trial sees it before the agent runs (the spec harbor would use, /logs
+ * made, environment/ copied into the workdir, the healthcheck passed), plus the task's tests and
+ * solution where a trial would put them: for a person working on the task by hand (`berth shell`).
+ * The caller owns the environment and tears it down; if setting it up fails, it is removed first.
+ */
+export async function startTaskSandbox(backend: Backend, task: HarborTask, options: TaskSandboxOptions = {}): Promise<Environment> {
+  const signal = options.signal ?? new AbortController().signal;
+  const { spec } = buildSpec(task, backend, options.specOverrides, options.hostEnv);
+  const env = backend.environment(spec);
+  try {
+    await env.start({ signal });
+    await prepareSandbox(env, signal);
+    if (task.environmentDir) await copyEnvironmentDir(env, task, signal);
+    if (task.healthcheck) await awaitHealthy(env, task.healthcheck, signal);
+    if (options.upload?.tests !== false) await env.uploadDir(task.testsDir, '/tests', { signal });
+    if (options.upload?.solution !== false && task.solutionDir) await env.uploadDir(task.solutionDir, '/solution', { signal });
+    return env;
+  } catch (error) {
+    await env.teardown().catch(() => undefined);
+    throw error;
+  }
+}
