@@ -1,0 +1,44 @@
+// How numbers from report.json are written, in the terminal summary and in report.html alike, so
+// the two never disagree about the same run.
+
+/** Coverage and mean reward: three decimals, always (0.950 reads as a ratio, 0.95 as a guess). */
+export function formatRatio(value: number): string {
+  return value.toFixed(3);
+}
+
+/** A reward as the verifier wrote it: integers plain, anything else with three decimals. */
+export function formatReward(value: number): string {
+  return Number.isInteger(value) ? String(value) : value.toFixed(3);
+}
+
+/** A duration for a person: 850 ms, 4.2 s, 3 min 05 s, 1 h 02 min. */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return '?';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const seconds = ms / 1000;
+  if (seconds < 60) return `${seconds < 10 ? seconds.toFixed(1) : Math.round(seconds)} s`;
+  const totalSeconds = Math.round(seconds);
+  const minutes = Math.floor(totalSeconds / 60);
+  if (minutes < 60) return `${minutes} min ${String(totalSeconds % 60).padStart(2, '0')} s`;
+  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
+}
+
+/** An ISO timestamp as 'YYYY-MM-DD HH:MM:SS UTC' (UTC, so a report reads the same everywhere). */
+export function formatTimestamp(iso: string): string {
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) return iso;
+  return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+}
+
+/** Category keys as words: 'permanent_infra' -> 'permanent infra'. */
+export function humanize(key: string): string {
+  return key.replace(/_/g, ' ');
+}
+
+/**
+ * Text from the job (task ids, error types, messages) made safe for a terminal: control characters,
+ * an escape sequence among them, are shown as \u{..} instead of acting on the screen.
+ */
+export function printable(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`);
+}

@@ -1,0 +1,103 @@
+// The terminal summary of a finished job, from a hand-built job (test/support/job-fixture.ts): its
+// numbers and reasons, its alignment, colour only when asked, and untrusted text kept inert.
+import { describe, expect, it } from 'vitest';
+import { renderSummary } from '../src/report/summary.js';
+import { FIXTURE_REPORT, fixtureJob, withReport } from './support/job-fixture.js';
+
+const ESC = '\u001b';
+
+/** The line whose text (after its indent) starts with `label` followed by two spaces of padding. */
+function line(text: string, label: string): string {
+  const found = text.split('\n').find((l) => l.trimStart().startsWith(`${label}  `) || l.trimStart() === label);
+  if (found === undefined) throw new Error(`no line for ${JSON.stringify(label)} in:\n${text}`);
+  return found;
+}
+
+/** Column where the right-aligned number of a row ends. */
+function numberEnd(row: string): number {
+  const match = /^\s+\S.*?\s{2,}(\S+)/.exec(row);
+  if (!match) throw new Error(`no number in ${JSON.stringify(row)}`);
+  return match.index + match[0].length;
+}
+
+describe('renderSummary', () => {
+  const text = renderSummary(fixtureJob());
+
+  it('puts validity and every reason first', () => {
+    const lines = text.split('\n');
+    expect(lines[0]).toBe('berth job /tmp/berth-jobs/fixture-job');
+    expect(lines[1]).toBe('oracle on docker · 2026-01-10 12:00:00 UTC → 2026-01-10 12:01:35 UTC · 1 min 35 s');
+    expect(lines[3]).toMatch(/^INVALID\b/);
+    for (const reason of FIXTURE_REPORT.invalidReasons) expect(text).toContain(`  - ${reason}\n`);
+    expect(text.indexOf('INVALID')).toBeLessThan(text.indexOf('coverage'));
+  });
+
+  it('shows coverage with the mean beside it', () => {
+    expect(line(text, 'coverage')).toMatch(/^ {2}coverage {5}0\.500 {3}3 of 6 tasks scored$/);
+    expect(line(text, 'mean reward')).toMatch(/^ {2}mean reward {2}0\.500 {3}over 3 scored tasks \(task failures as 0\) · coverage 0\.500$/);
+  });
+
+  it('accounts for every task and attempt', () => {
+    expect(line(text, 'tasks')).toMatch(/\b6$/);
+    expect(line(text, 'scored')).toMatch(/\b3 {3}incl\. task failures 1$/);
+    expect(line(text, 'infra failed')).toMatch(/\b2 {3}transient 0 · permanent 1 · unclassified 1$/);
+    expect(line(text, 'not run')).toMatch(/\b1 {3}deadline 1 · cancelled 0$/);
+    expect(line(text, 'attempts')).toMatch(/\b7 {3}retries 1$/);
+    expect(text).not.toContain('unscored');
+  });
+
+  it('right-aligns the numbers of a block in one column', () => {
+    const ends = ['tasks', 'scored', 'infra failed', 'not run', 'attempts'].map((label) => numberEnd(line(text, label)));
+    expect(new Set(ends).size).toBe(1);
+    expect(numberEnd(line(text, 'coverage'))).toBe(numberEnd(line(text, 'mean reward')));
+  });
+
+  it('counts failed attempts by category and by type', () => {
+    const categories = text.slice(text.indexOf('failed attempts by category'), text.indexOf('failed attempts by type'));
+    for (const [category, n] of Object.entries(FIXTURE_REPORT.byCategory)) {
+      expect(categories).toMatch(new RegExp(`\\n {2}${category.replace(/_/g, ' ')} +${n}\\n`));
+    }
+    const types = text.slice(text.indexOf('failed attempts by type'), text.indexOf('slowest tasks'));
+    for (const [type, n] of Object.entries(FIXTURE_REPORT.byType)) expect(types).toMatch(new RegExp(`\\n {2}${type} +${n}\\n`));
+  });
+
+  it('names the slowest tasks, all attempts counted', () => {
+    const slowest = text.slice(text.indexOf('slowest tasks')).trimEnd().split('\n').slice(1);
+    expect(slowest).toHaveLength(3);
+    expect(slowest[0]).toMatch(/^ {2}late-task +50 s {3}not run \(deadline\), 1 attempt$/);
+    expect(slowest[1]).toMatch(/^ {2}flaky-net +49 s {3}reward 0\.500, 2 attempts$/);
+    expect(slowest[2]).toMatch(/^ {2}solve-pass +40 s {3}reward 1, 1 attempt$/);
+  });
+
+  it('uses colour only when asked, and the same text either way', () => {
+    expect(text).not.toContain(ESC);
+    const coloured = renderSummary(fixtureJob(), { color: true });
+    expect(coloured).toContain(`${ESC}[31m`);
+    expect(coloured.replace(/\u001b\[\d+m/g, '')).toBe(text);
+  });
+
+  it('says VALID, and shows no mean when nothing had a reward', () => {
+    const valid = renderSummary(withReport(fixtureJob(), { valid: true, invalidReasons: [] }));
+    expect(valid.split('\n')[3]).toBe('VALID');
+    expect(valid).not.toContain('INVALID');
+    const noScore = renderSummary(withReport(fixtureJob(), { score: undefined }));
+    expect(line(noScore, 'mean reward')).toMatch(/—\s+no scored task has a numeric reward$/);
+  });
+
+  it('shows unscored tasks when there are some', () => {
+    const unscored = renderSummary(withReport(fixtureJob(), { unscored: 2 }));
+    expect(line(unscored, 'unscored')).toMatch(/\b2 {3}scored without a numeric reward$/);
+  });
+
+  it('says so when no attempt failed', () => {
+    const clean = renderSummary(withReport(fixtureJob(), { byCategory: {}, byType: {} }));
+    expect(clean).toContain('\nno failed attempts\n');
+  });
+
+  it('keeps escape sequences in task ids from acting on the terminal', () => {
+    const hostile = renderSummary(fixtureJob({ rename: (id) => `${id}${ESC}[2J${ESC}]0;owned\u0007` }));
+    expect(hostile).not.toContain(ESC);
+    expect(hostile).not.toContain('\u0007');
+    expect(hostile).toContain('late-task\\u{1b}[2J\\u{1b}]0;owned\\u{7}');
+  });
+});
