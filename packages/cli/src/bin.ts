@@ -1,0 +1,33 @@
+#!/usr/bin/env node
+import { BerthError, CapabilityError, ConfigError, redactSecrets } from '@berth/core';
+import { CommanderError } from 'commander';
+import { buildProgram } from './program.js';
+import { UsageError } from './usage-error.js';
+
+/** Exit status: 0 fine, 1 the work failed (an invalid run, a failed check), 2 how berth was called or configured. */
+function exitCodeFor(error: unknown): number {
+  if (error instanceof UsageError || ConfigError.isInstance(error) || CapabilityError.isInstance(error)) return 2;
+  return 1;
+}
+
+async function flush(stream: NodeJS.WriteStream): Promise<void> {
+  await new Promise<void>((resolve) => stream.write('', () => resolve()));
+}
+
+const program = buildProgram();
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  if (error instanceof CommanderError) {
+    // --help and --version end here too, with exit code 0; commander has printed its message.
+    process.exitCode = error.exitCode === 0 ? 0 : 2;
+  } else {
+    const kind = BerthError.isInstance(error) ? `${error.type}: ` : '';
+    process.stderr.write(`berth: ${kind}${redactSecrets((error as Error)?.message ?? String(error))}\n`);
+    process.exitCode = exitCodeFor(error);
+  }
+}
+await flush(process.stdout);
+await flush(process.stderr);
+// Backends keep connections alive for reuse; the command is over.
+process.exit(process.exitCode ?? 0);

@@ -1,0 +1,124 @@
+import { resolve } from 'node:path';
+import { serializeError, type EnvironmentSpecInput, type PreflightCheck, type PreflightStatus } from '@berth/core';
+import { buildSpec, loadHarborTasks, type HarborTask } from '@berth/harbor';
+import type { Command } from 'commander';
+import { loadBackend } from '../backends.js';
+import { collect, mirrorRules } from '../options.js';
+import { renderTable } from '../table.js';
+import { filterTasks } from '../task-filter.js';
+
+interface PreflightOptions {
+  backend: string;
+  mirror?: string[];
+  filter?: string[];
+  json?: boolean;
+}
+
+/** One distinct image (or build) of the dataset, checked once for all the tasks that use it. */
+export interface ImageRow {
+  image: string;
+  tasks: string[];
+  status: PreflightStatus;
+  checks: PreflightCheck[];
+}
+
+/** The image as a person names it: a reference, or the build context it is built from. */
+function imageName(image: EnvironmentSpecInput['image']): string {
+  if (typeof image === 'string') return image;
+  return 'ref' in image ? image.ref : `built from ${image.build.context}`;
+}
+
+const RANK: Record<PreflightStatus, number> = { ok: 0, warn: 1, fail: 2 };
+const worst = (checks: readonly PreflightCheck[]): PreflightStatus =>
+  checks.reduce<PreflightStatus>((w, c) => (RANK[c.status] > RANK[w] ? c.status : w), 'ok');
+
+function firstLine(text: string): string {
+  return text.split('\n')[0] ?? '';
+}
+
+export async function preflightCommand(tasksPath: string, opts: PreflightOptions): Promise<number> {
+  const tasksDir = resolve(tasksPath);
+  const tasks = filterTasks(await loadHarborTasks(tasksDir), opts.filter ?? []);
+  const backend = await loadBackend({ name: opts.backend, mirrors: mirrorRules(opts.mirror) });
+  const base = await backend.preflight();
+  const baseNames = new Set(base.checks.map((c) => c.name));
+
+  // Group by what would be pulled or built, credentials included: each is asked once.
+  const groups = new Map<string, { image: string; spec?: ReturnType<typeof buildSpec>['spec']; tasks: HarborTask[]; refused?: PreflightCheck }>();
+  for (const task of tasks) {
+    let key: string;
+    let entry;
+    try {
+      const { spec } = buildSpec(task, backend);
+      key = JSON.stringify(spec.image);
+      entry = groups.get(key) ?? { image: imageName(spec.image), spec, tasks: [] };
+    } catch (error) {
+      // The backend cannot run this task at all (a capability it lacks, a bad env template...).
+      key = `task:${task.id}`;
+      entry = { image: 'ref' in task.image ? task.image.ref : task.image.build.context, tasks: [], refused: { name: 'task', status: 'fail' as const, message: (error as Error).message, error: serializeError(error) } };
+    }
+    entry.tasks.push(task);
+    groups.set(key, entry);
+  }
+  const rows: ImageRow[] = [];
+  for (const group of groups.values()) {
+    let checks: PreflightCheck[];
+    if (group.refused) checks = [group.refused];
+    else if (!base.ok) checks = [{ name: 'backend', status: 'fail', message: 'not checked: the backend itself failed its checks' }];
+    else checks = (await backend.preflight(group.spec)).checks.filter((c) => !baseNames.has(c.name));
+    rows.push({ image: group.image, tasks: group.tasks.map((t) => t.id), status: worst(checks), checks });
+  }
+  // The problems first.
+  rows.sort((a, b) => RANK[b.status] - RANK[a.status] || a.image.localeCompare(b.image));
+  const failing = rows.filter((r) => r.status === 'fail');
+  const ok = base.ok && failing.length === 0;
+
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify({ ok, backend: base, images: rows }, null, 2)}\n`);
+  } else {
+    const out: string[] = [`backend ${backend.name}`];
+    for (const c of base.checks) out.push(`  ${c.status.toUpperCase().padEnd(4)}  ${c.name}: ${firstLine(c.message)}`);
+    out.push('');
+    out.push(
+      renderTable(
+        ['STATUS', 'IMAGE', 'TASKS', 'DETAIL'],
+        rows.map((r) => {
+          const shown = r.checks.find((c) => c.status === r.status) ?? r.checks[0];
+          const tasksCell = r.tasks.length <= 2 ? r.tasks.join(', ') : `${r.tasks.length} (${r.tasks[0]}, …)`;
+          return [r.status.toUpperCase(), r.image, tasksCell, shown ? firstLine(shown.message) : ''];
+        }),
+      ),
+    );
+    out.push('');
+    const affected = failing.reduce((n, r) => n + r.tasks.length, 0);
+    out.push(
+      ok
+        ? `ok: ${rows.length} image(s) for ${tasks.length} task(s) can be run on ${backend.name}`
+        : `FAILED: ${base.ok ? `${failing.length} of ${rows.length} image(s), ${affected} of ${tasks.length} task(s), would fail` : 'the backend is not usable'}; fix these before the run`,
+    );
+    process.stdout.write(`${out.join('\n')}\n`);
+  }
+  return ok ? 0 : 1;
+}
+
+export function registerPreflight(program: Command): void {
+  program
+    .command('preflight')
+    .description('Check, before a run, that the backend works and every distinct image can be pulled (or built) with the credentials the run would use')
+    .argument('<tasks>', 'a dataset directory or one task directory')
+    .option('--backend <name>', 'docker, k8s or modal', 'docker')
+    .option('--mirror <from=to>', 'as for berth run (repeatable)', collect)
+    .option('--filter <glob>', 'only tasks whose id matches (repeatable)', collect)
+    .option('--json', 'print the checks as JSON')
+    .addHelpText(
+      'after',
+      `
+Exit status: 0 when every task could run, 1 when any would fail, 2 on a usage error.
+
+Example:
+  berth preflight ./datasets/swebench --backend k8s`,
+    )
+    .action(async (tasks: string, opts: PreflightOptions) => {
+      process.exitCode = await preflightCommand(tasks, opts);
+    });
+}

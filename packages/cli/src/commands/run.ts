@@ -1,0 +1,125 @@
+import { basename, resolve } from 'node:path';
+import { EventEmitter, type RunEvents } from '@berth/core';
+import { loadHarborTasks, runHarborJob } from '@berth/harbor';
+import { agentFromOption } from '../agent-command.js';
+import { loadBackend } from '../backends.js';
+import { parseDuration } from '../duration.js';
+import { collect, mirrorRules, positiveInt } from '../options.js';
+import { attachDisplay, createDisplay } from '../run/run-display.js';
+import { filterTasks } from '../task-filter.js';
+import { UsageError } from '../usage-error.js';
+import type { Command } from 'commander';
+
+export interface RunOptions {
+  backend: string;
+  agent: string;
+  attempts: string;
+  concurrency: string;
+  deadline?: string;
+  jobDir?: string;
+  mirror?: string[];
+  filter?: string[];
+  json?: boolean;
+}
+
+/** Where a run's files go unless --job-dir says: ./berth-jobs/<tasks dir name>, so the same command resumes. */
+export function defaultJobDir(tasksPath: string): string {
+  return resolve('berth-jobs', basename(resolve(tasksPath)));
+}
+
+/**
+ * Ctrl-C (or SIGTERM) once: stop gracefully (no new attempts, running ones aborted and their
+ * sandboxes removed, the report written). Twice: exit at once (`berth sweep` removes what is left).
+ */
+function stopOnSignals(controller: AbortController, notice: (text: string) => void): () => void {
+  let count = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    count++;
+    if (count === 1) {
+      notice(`${signal}: stopping — no new attempts; running ones are being stopped and their sandboxes removed (press Ctrl-C again to exit at once)`);
+      controller.abort(new Error(`stopped by ${signal}`));
+      return;
+    }
+    process.stderr.write(`\n${signal} again: exiting now; \`berth sweep\` removes any sandbox left behind, and running the same command resumes\n`);
+    process.exit(130);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+}
+
+export async function runCommand(tasksPath: string, opts: RunOptions): Promise<number> {
+  const maxAttempts = positiveInt(opts.attempts, '--attempts');
+  const concurrency = positiveInt(opts.concurrency, '--concurrency');
+  const deadlineMs = opts.deadline === undefined ? undefined : parseDuration(opts.deadline, '--deadline');
+  const mirrors = mirrorRules(opts.mirror);
+  const agent = agentFromOption(opts.agent);
+  const tasksDir = resolve(tasksPath);
+  const all = await loadHarborTasks(tasksDir);
+  const tasks = filterTasks(all, opts.filter ?? []);
+  if (tasks.length === 0) throw new UsageError(`--filter ${opts.filter!.join(' ')} matches none of the ${all.length} task(s) in ${tasksDir}`);
+  const backend = await loadBackend({ name: opts.backend, mirrors });
+  const jobDir = opts.jobDir ? resolve(opts.jobDir) : defaultJobDir(tasksPath);
+
+  // With --json, stdout carries only the report; what happens meanwhile goes to stderr.
+  const display = createDisplay(opts.json ? process.stderr : process.stdout, tasks.length);
+  const say = (text: string) => (opts.json ? process.stderr : process.stdout).write(`${text}\n`);
+  say(`berth run: ${tasks.length} task(s) from ${tasksDir} on ${backend.name}, agent ${opts.agent}, job ${jobDir}`);
+  const events = new EventEmitter<RunEvents>();
+  attachDisplay(events, display);
+  const controller = new AbortController();
+  const release = stopOnSignals(controller, (text) => display.notice(text));
+  let result;
+  try {
+    result = await runHarborJob({ tasks, tasksDir, backend, jobDir, agent, maxAttempts, concurrency, ...(deadlineMs ? { deadlineMs } : {}), signal: controller.signal, events });
+  } finally {
+    release();
+    display.stop();
+  }
+  const { report } = result;
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify({ jobDir, report, resume: result.resume ?? null }, null, 2)}\n`);
+  } else {
+    if (result.resume && result.resume.reusedAttempts > 0) say(`resumed: ${result.resume.reusedAttempts} attempt(s) reused from the journal, ${result.resume.interruptedAttempts} interrupted one(s) run again`);
+    const mean = report.score ? `${report.score.mean.toFixed(3)} over ${report.score.over}` : 'n/a';
+    say(`scored ${report.scored}/${report.total} (coverage ${report.coverage.toFixed(3)}), mean reward ${mean}, task failures ${report.taskFailures}, infra failed ${report.infraFailed.total}, not run ${report.notRun.total}, ${report.attempts} attempt(s), ${report.retries} retries`);
+    say(`valid: ${report.valid ? 'yes' : 'NO'}`);
+    for (const reason of report.invalidReasons) say(`  - ${reason}`);
+    if (report.notRun.cancelled > 0) say(`stopped: ${report.notRun.cancelled} task(s) not run; run the same command again to resume`);
+    say(`report: berth report ${jobDir}`);
+  }
+  return report.valid ? 0 : 1;
+}
+
+export function registerRun(program: Command): void {
+  program
+    .command('run')
+    .description('Run harbor-layout tasks (a dataset directory, or one task directory) and write a job directory with a report')
+    .argument('<tasks>', 'a dataset directory (one subdirectory per task) or one task directory')
+    .option('--backend <name>', 'docker, k8s or modal (k8s and modal are separate packages)', 'docker')
+    .option('--agent <agent>', "'oracle' (the task's solution), 'none', or a shell command run in the sandbox", 'oracle')
+    .option('--attempts <n>', 'attempts per task, the first included (only transient infrastructure failures are retried)', '3')
+    .option('--concurrency <n>', 'tasks running at once', '4')
+    .option('--deadline <duration>', 'stop the run after this long (e.g. 2h); unfinished tasks are reported as not run')
+    .option('--job-dir <dir>', 'where results, the journal and report.json go (default ./berth-jobs/<tasks dir name>); the same job dir resumes')
+    .option('--mirror <from=to>', 'pull images starting with <from> from <to> instead (repeatable)', collect)
+    .option('--filter <glob>', 'only tasks whose id matches (repeatable; * ? [..])', collect)
+    .option('--json', 'print the run report as JSON on stdout (progress goes to stderr)')
+    .addHelpText(
+      'after',
+      `
+Exit status: 0 when the run is valid, 1 when it is not (the reasons are printed), 2 on a usage or
+configuration error. Ctrl-C once stops gracefully (report written, stopped tasks not_run); twice exits
+at once. Running the same command again resumes: settled attempts are reused, none run twice.
+
+Examples:
+  berth run examples/tasks
+  berth run ./datasets/swebench --agent 'my-agent --model x' --concurrency 16 --deadline 6h --filter 'django-*'`,
+    )
+    .action(async (tasks: string, opts: RunOptions) => {
+      process.exitCode = await runCommand(tasks, opts);
+    });
+}

@@ -1,0 +1,119 @@
+import { resolve } from 'node:path';
+import { describeImage, type Environment, type ExecOptions } from '@berth/core';
+import { loadHarborTasks, startTaskSandbox, type HarborTask } from '@berth/harbor';
+import type { Command } from 'commander';
+import { loadBackend } from '../backends.js';
+import { collect, mirrorRules } from '../options.js';
+import { UsageError } from '../usage-error.js';
+
+interface SandboxOptions {
+  backend: string;
+  mirror?: string[];
+  json?: boolean;
+  tty?: boolean;
+}
+
+async function loadOneTask(taskDir: string): Promise<HarborTask> {
+  const tasks = await loadHarborTasks(resolve(taskDir));
+  if (tasks.length !== 1) throw new UsageError(`${taskDir} holds ${tasks.length} tasks; give one task directory (the one with task.toml), e.g. ${taskDir}/${tasks[0]?.id ?? '<task>'}`);
+  return tasks[0]!;
+}
+
+/**
+ * Start the task's sandbox as a trial would (tests in /tests, solution in /solution), run `work`
+ * in it, and remove it whatever happens: at the end, on an error, or on SIGTERM/SIGHUP.
+ */
+async function withTaskSandbox(taskDir: string, opts: SandboxOptions, needsTty: boolean, work: (env: Environment, task: HarborTask, signal: AbortSignal) => Promise<number>): Promise<number> {
+  const task = await loadOneTask(taskDir);
+  const backend = await loadBackend({ name: opts.backend, mirrors: mirrorRules(opts.mirror) });
+  if (needsTty && !backend.capabilities.tty) throw new UsageError(`the ${backend.name} backend cannot give a command a terminal (tty); use --backend docker for an interactive shell, or \`berth exec\``);
+  const controller = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => controller.abort(new Error(`stopped by ${signal}`));
+  for (const s of ['SIGTERM', 'SIGHUP', 'SIGINT'] as const) process.on(s, onSignal);
+  process.stderr.write(`berth: starting ${task.id} on ${backend.name}…\n`);
+  try {
+    const env = await startTaskSandbox(backend, task, { signal: controller.signal });
+    try {
+      process.stderr.write(`berth: sandbox ${env.id} (${describeImage(env.spec.image)}), tests in /tests${task.solutionDir ? ', solution in /solution' : ''}; it is removed when this ends\n`);
+      return await work(env, task, controller.signal);
+    } finally {
+      await env.teardown();
+    }
+  } finally {
+    for (const s of ['SIGTERM', 'SIGHUP', 'SIGINT'] as const) process.off(s, onSignal);
+  }
+}
+
+function taskExecOptions(task: HarborTask, signal: AbortSignal): ExecOptions {
+  return { ...(task.workdir ? { cwd: task.workdir } : {}), ...(task.users.agent !== undefined ? { user: task.users.agent } : {}), signal };
+}
+
+export async function shellCommand(taskDir: string, opts: SandboxOptions): Promise<number> {
+  return withTaskSandbox(taskDir, opts, true, async (env, task, signal) => {
+    const stdin = process.stdin;
+    const raw = stdin.isTTY === true;
+    // Keys go to the sandbox as typed (Ctrl-C included: it interrupts the remote command, not berth).
+    if (raw) stdin.setRawMode(true);
+    try {
+      const result = await env.exec(['/bin/sh', '-c', 'if command -v bash >/dev/null 2>&1; then exec bash -i; else exec sh -i; fi'], {
+        ...taskExecOptions(task, signal),
+        tty: { rows: process.stdout.rows ?? 24, cols: process.stdout.columns ?? 80 },
+        env: { TERM: process.env.TERM ?? 'xterm' },
+        stdin,
+        onStdout: (chunk) => process.stdout.write(chunk),
+      });
+      return result.exitCode;
+    } finally {
+      if (raw) stdin.setRawMode(false);
+    }
+  });
+}
+
+export async function execCommand(taskDir: string, command: string[], opts: SandboxOptions): Promise<number> {
+  if (command.length === 0) throw new UsageError('berth exec needs a command after --, e.g. berth exec ./task -- ls /tests');
+  // One argument is a shell line (pipes, globs); several are an exact argv.
+  const argv = command.length === 1 ? ['/bin/sh', '-c', command[0]!] : command;
+  return withTaskSandbox(taskDir, opts, opts.tty === true, async (env, task, signal) => {
+    const result = await env.exec(argv, {
+      ...taskExecOptions(task, signal),
+      ...(opts.tty ? { tty: { rows: process.stdout.rows ?? 24, cols: process.stdout.columns ?? 80 }, stdin: process.stdin } : {}),
+      ...(opts.json ? {} : { onStdout: (c: Uint8Array) => process.stdout.write(c), onStderr: (c: Uint8Array) => process.stderr.write(c) }),
+    });
+    if (opts.json) {
+      const { stdoutBytes: _o, stderrBytes: _e, ...data } = result;
+      process.stdout.write(`${JSON.stringify(data, null, 2)}\n`);
+    }
+    return result.timedOut ? 124 : result.exitCode;
+  });
+}
+
+const backendOption = ['--backend <name>', 'docker, k8s or modal', 'docker'] as const;
+
+export function registerShell(program: Command): void {
+  program
+    .command('shell')
+    .description("Open an interactive shell in a task's sandbox (tests in /tests, solution in /solution); the sandbox is removed when the shell exits")
+    .argument('<task-dir>', 'one task directory (with task.toml)')
+    .option(...backendOption)
+    .option('--mirror <from=to>', 'as for berth run (repeatable)', collect)
+    .addHelpText('after', `\nExample:\n  berth shell examples/tasks/hello-world\n  (then: sh /solution/solve.sh && sh /tests/test.sh; cat /logs/verifier/reward.txt)`)
+    .action(async (taskDir: string, opts: SandboxOptions) => {
+      process.exitCode = await shellCommand(taskDir, opts);
+    });
+}
+
+export function registerExec(program: Command): void {
+  program
+    .command('exec')
+    .description("Run one command in a task's sandbox and exit with its exit status; the sandbox is removed afterwards")
+    .argument('<task-dir>', 'one task directory (with task.toml)')
+    .argument('[command...]', 'after --: one argument runs as a shell line, several as an exact argv')
+    .option(...backendOption)
+    .option('--mirror <from=to>', 'as for berth run (repeatable)', collect)
+    .option('--tty', 'give the command a terminal (your stdin is its input)')
+    .option('--json', 'print the result (exit code, stdout, stderr, duration) as JSON instead of streaming the output')
+    .addHelpText('after', `\nExit status: the command's own (124 if it timed out); 2 on a usage error.\n\nExamples:\n  berth exec examples/tasks/hello-world -- sh /solution/solve.sh\n  berth exec examples/tasks/hello-world -- 'ls -la /tests | wc -l'`)
+    .action(async (taskDir: string, command: string[], opts: SandboxOptions) => {
+      process.exitCode = await execCommand(taskDir, command, opts);
+    });
+}

@@ -1,0 +1,39 @@
+import { Command } from 'commander';
+import { registerCensus } from './commands/census.js';
+import { registerExec, registerShell } from './commands/shell.js';
+import { registerPreflight } from './commands/preflight.js';
+import { registerRegrade } from './commands/regrade.js';
+import { registerReport } from './commands/report.js';
+import { registerRun } from './commands/run.js';
+import { registerSweep } from './commands/sweep.js';
+
+export const VERSION = '0.1.0';
+
+/** The `berth` command line: one subcommand per file in commands/. */
+export function buildProgram(): Command {
+  const program = new Command('berth')
+    .version(VERSION)
+    .description('berth: run harbor tasks in sandboxes (Docker, Kubernetes, Modal) and say honestly why a trial failed')
+    .showHelpAfterError('(run with --help for usage and an example)')
+    // Before the subcommands are added, so they inherit it: bin.ts decides the exit status (2).
+    .exitOverride()
+    .addHelpText(
+      'after',
+      `
+Examples:
+  berth run examples/tasks             run every task with the oracle agent on Docker
+  berth preflight ./dataset            check every image and the backend before a long run
+  berth shell examples/tasks/hello-world
+  berth report berth-jobs/tasks        summary + report.html
+  berth census berth-jobs/tasks        failures grouped into the problems they are`,
+    );
+  registerRun(program);
+  registerPreflight(program);
+  registerShell(program);
+  registerExec(program);
+  registerSweep(program);
+  registerReport(program);
+  registerCensus(program);
+  registerRegrade(program);
+  return program;
+}

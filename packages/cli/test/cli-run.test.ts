@@ -1,0 +1,89 @@
+import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HarborJobReport } from '@berth/harbor';
+import { berth } from './support/berth-bin.js';
+import { writeDataset } from './support/dataset.js';
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'berth-cli-run-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+async function readReport(jobDir: string): Promise<HarborJobReport> {
+  return JSON.parse(await readFile(join(jobDir, 'report.json'), 'utf8')) as HarborJobReport;
+}
+
+describe('berth run (the built binary, off a TTY)', () => {
+  it('runs a dataset: one plain line per settled task, exit 1 with the reasons when the run is invalid, and the same command resumes without rerunning', async () => {
+    const tasks = await writeDataset(join(root, 'mixed'), [
+      { id: 'pass-a', kind: 'pass' },
+      { id: 'pass-b', kind: 'pass' },
+      { id: 'fails', kind: 'fail' },
+      { id: 'no-reward', kind: 'no-reward' },
+      { id: 'private', kind: 'private' },
+    ]);
+    const jobDir = join(root, 'mixed-job');
+    const env = { DOCKER_CONFIG: join(root, 'no-docker-config') };
+    const first = await berth(['run', tasks, '--job-dir', jobDir, '--concurrency', '3', '--attempts', '2'], { env });
+    expect(first.code, first.stderr + first.stdout).toBe(1);
+    const settledLines = first.stdout.split('\n').filter((l) => /^\[\s*\d+\/5\] /.test(l));
+    expect(settledLines).toHaveLength(5);
+    expect(first.stdout).toMatch(/pass-a {2}rewarded 1/);
+    expect(first.stdout).toMatch(/no-reward {2}task_failed \(RewardFileMissing\)/);
+    expect(first.stdout).toMatch(/private {2}infra_failed: permanent_infra ImagePullError/);
+    expect(first.stdout).toContain('valid: NO');
+    expect(first.stdout).toMatch(/1 task\(s\) failed on permanent infrastructure \(ImagePullError\)/);
+    // No ANSI cursor movement off a terminal.
+    expect(first.stdout).not.toContain('\x1b[');
+
+    const report = await readReport(jobDir);
+    expect(report.report).toMatchObject({ total: 5, scored: 4, taskFailures: 1, valid: false });
+    expect(report.report.infraFailed.permanent).toBe(1);
+    const before = (await stat(join(jobDir, 'pass-a', 'attempt-1', 'result.json'))).mtimeMs;
+
+    const again = await berth(['run', tasks, '--job-dir', jobDir, '--concurrency', '3', '--attempts', '2', '--json'], { env });
+    expect(again.code, again.stderr).toBe(1);
+    const data = JSON.parse(again.stdout) as { report: HarborJobReport['report']; resume: { reusedAttempts: number; interruptedAttempts: number } };
+    expect(data.resume.reusedAttempts).toBe(report.report.attempts);
+    expect(data.report.attempts).toBe(report.report.attempts);
+    expect((await stat(join(jobDir, 'pass-a', 'attempt-1', 'result.json'))).mtimeMs).toBe(before);
+    expect(await readdir(join(jobDir, 'pass-a'))).toEqual(['attempt-1']);
+  });
+
+  it('exits 0 on a valid run, honours --filter, and defaults the job dir to ./berth-jobs/<name>', async () => {
+    const tasks = await writeDataset(join(root, 'good'), [
+      { id: 'alpha-1', kind: 'pass' },
+      { id: 'alpha-2', kind: 'pass' },
+      { id: 'beta-1', kind: 'private' },
+    ]);
+    const result = await berth(['run', tasks, '--filter', 'alpha-*'], { cwd: root });
+    expect(result.code, result.stderr + result.stdout).toBe(0);
+    expect(result.stdout).toContain('valid: yes');
+    const report = await readReport(join(root, 'berth-jobs', 'good'));
+    expect(report.tasks.map((t) => t.taskId).sort()).toEqual(['alpha-1', 'alpha-2']);
+    expect(report.tasksDir).toBe(tasks);
+  });
+
+  it('exits 2 with a message that says what to fix on usage and configuration errors', async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['run', join(root, 'missing-dir')], /does not exist/],
+      [['run', join(root, 'good'), '--attempts', 'zero'], /--attempts: expected a whole number/],
+      [['run', join(root, 'good'), '--deadline', 'soon'], /write it like 90s, 30m, 2h/],
+      [['run', join(root, 'good'), '--backend', 'lxc'], /unknown backend "lxc": choose one of docker, k8s, modal/],
+      [['run', join(root, 'good'), '--filter', 'nothing-*'], /matches none of the 3 task/],
+      [['run', join(root, 'good'), '--mirror', 'nonsense'], /--mirror: .*from=to/],
+      [['run'], /missing required argument 'tasks'/],
+      [['frobnicate'], /unknown command 'frobnicate'/],
+    ];
+    for (const [args, message] of cases) {
+      const result = await berth(args);
+      expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(2);
+      expect(result.stderr).toMatch(message);
+    }
+  });
+});

@@ -1,0 +1,56 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { berth, collect, spawnInPty, waitForOutput } from './support/berth-bin.js';
+import { writeDataset } from './support/dataset.js';
+import { containersLabelled } from './support/docker-state.js';
+
+let root: string;
+let taskDir: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'berth-cli-shell-'));
+  await writeDataset(join(root, 'tasks'), [
+    { id: 'shelled', kind: 'pass' },
+    { id: 'other', kind: 'pass' },
+  ]);
+  taskDir = join(root, 'tasks', 'shelled');
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('berth shell and berth exec', () => {
+  it('shell: a command typed into a real terminal runs in the sandbox (tests and solution uploaded); exit ends it and removes the sandbox', async () => {
+    const child = spawnInPty(['shell', taskDir], { cols: 91, rows: 27 });
+    const done = collect(child, { timeoutMs: 90_000 });
+    await waitForOutput(child, /it is removed when this ends/);
+    // Typed as a person would, a line at a time; the answers come back through the pty.
+    child.stdin!.write('echo typed-$((6*7)); stty size; test -t 0 && echo on-a-tty\r');
+    await waitForOutput(child, /typed-42/);
+    child.stdin!.write('sh /solution/solve.sh && sh /tests/test.sh\r');
+    await waitForOutput(child, /PASSED 1 test/);
+    child.stdin!.write('exit 3\r');
+    const result = await done;
+    expect(result.stdout).toMatch(/27 91/);
+    expect(result.stdout).toContain('on-a-tty');
+    expect(result.code).toBe(3);
+    expect(await containersLabelled('berth.task=shelled')).toEqual([]);
+  }, 120_000);
+
+  it("exec: runs one command in the task's sandbox and exits with its status", async () => {
+    const result = await berth(['exec', taskDir, '--', 'sh /solution/solve.sh && cat /app/answer.txt && ls /tests; exit 4']);
+    expect(result.code, result.stderr).toBe(4);
+    expect(result.stdout).toBe('42\ntest.sh\n');
+    const argv = await berth(['exec', taskDir, '--json', '--', 'printf', '%s|', 'a b', 'c']);
+    expect(argv.code).toBe(0);
+    expect(JSON.parse(argv.stdout)).toMatchObject({ exitCode: 0, stdout: 'a b|c|', timedOut: false });
+    expect(await containersLabelled('berth.task=shelled')).toEqual([]);
+  }, 120_000);
+
+  it('refuses a dataset directory: shell needs one task', async () => {
+    const result = await berth(['shell', join(root, 'tasks')]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/holds 2 tasks; give one task directory \(the one with task.toml\), e.g. .*\/tasks\/other/);
+  });
+});

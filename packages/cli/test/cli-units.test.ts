@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { formatDuration, parseDuration } from '../src/duration.js';
+import { groupFailures, normaliseMessage } from '../src/job/fingerprint.js';
+import type { AttemptView } from '../src/job/job-data.js';
+import { filterTasks, globToRegExp } from '../src/task-filter.js';
+
+describe('durations', () => {
+  it('parses what people write, and says what a valid one looks like otherwise', () => {
+    expect(parseDuration('90s', '--x')).toBe(90_000);
+    expect(parseDuration('1h30m', '--x')).toBe(5_400_000);
+    expect(parseDuration('2h', '--x')).toBe(7_200_000);
+    expect(parseDuration('1d', '--x')).toBe(86_400_000);
+    expect(parseDuration('45', '--x')).toBe(45_000);
+    expect(() => parseDuration('2 hours', '--older-than')).toThrow(/--older-than: "2 hours" is not a duration; write it like 90s, 30m, 2h or 1h30m/);
+    expect(() => parseDuration('0s', '--x')).toThrow(/more than zero/);
+    expect(formatDuration(4200)).toBe('4.2s');
+    expect(formatDuration(65_000)).toBe('1m05s');
+    expect(formatDuration(3_723_000)).toBe('1h02m');
+  });
+});
+
+describe('--filter globs', () => {
+  it('match whole task ids with * ? and classes', () => {
+    expect(globToRegExp('django-*').test('django-1234')).toBe(true);
+    expect(globToRegExp('django-*').test('xdjango-1')).toBe(false);
+    expect(globToRegExp('t?.x').test('t1.x')).toBe(true);
+    expect(globToRegExp('t?.x').test('t1-x')).toBe(false);
+    expect(globToRegExp('[ab]-[!0]').test('a-1')).toBe(true);
+    expect(globToRegExp('[ab]-[!0]').test('a-0')).toBe(false);
+    const tasks = [{ id: 'a-1' }, { id: 'b-1' }, { id: 'c-1' }];
+    expect(filterTasks(tasks, ['a-*', 'c-*']).map((t) => t.id)).toEqual(['a-1', 'c-1']);
+    expect(filterTasks(tasks, [])).toHaveLength(3);
+  });
+});
+
+describe('failure fingerprints', () => {
+  it('replace what varies between occurrences of one problem', () => {
+    const a = normaliseMessage('sandbox berth-3f9a2c1d7e8b4a6f of django__django-11099 was lost: container exited (137) after 12.5 s', 'django__django-11099');
+    const b = normaliseMessage('sandbox berth-0a1b2c3d4e5f6a7b of sympy__sympy-20590 was lost: container exited (137) after 3 s', 'sympy__sympy-20590');
+    expect(a).toBe(b);
+    expect(a).toBe('sandbox berth-<id> of <task> was lost: container exited (<n>) after <n> s');
+    expect(normaliseMessage('pulling ghcr.io/org/img:v1 failed: Head "https://ghcr.io/v2/org/img/manifests/v1": denied')).toBe('pulling <image> failed: Head "<url>": denied');
+    expect(normaliseMessage('connect ECONNREFUSED 10.0.0.12:6443')).toBe('connect ECONNREFUSED <addr>');
+    expect(normaliseMessage('first line\nsecond line')).toBe('first line');
+  });
+
+  it('group failed attempts, counting tasks and final failures', () => {
+    const view = (taskId: string, attempt: number, type: string, message: string): AttemptView => ({
+      taskId, attempt, durationMs: 1, status: 'failed', category: 'transient_infra', type, message, causes: [], chosen: false, dir: '',
+    });
+    const groups = groupFailures(
+      [view('t1', 1, 'SandboxLostError', 'lost after 3 s'), view('t1', 2, 'SandboxLostError', 'lost after 9 s'), view('t2', 1, 'SandboxLostError', 'lost after 1 s'), view('t3', 1, 'StartupTimeoutError', 'no start in 60 s')],
+      new Set(['t1#2']),
+    );
+    expect(groups.map((g) => [g.type, g.attempts, g.tasks, g.finalFor, g.exampleTasks])).toEqual([
+      ['SandboxLostError', 3, 2, 1, ['t1', 't2']],
+      ['StartupTimeoutError', 1, 1, 0, ['t3']],
+    ]);
+  });
+});
