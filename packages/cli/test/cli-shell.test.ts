@@ -23,7 +23,7 @@ afterAll(async () => {
 describe('berth shell and berth exec', () => {
   it('shell: a command typed into a real terminal runs in the sandbox (tests and solution uploaded); exit ends it and removes the sandbox', async () => {
     const child = spawnInPty(['shell', taskDir], { cols: 91, rows: 27 });
-    const done = collect(child, { timeoutMs: 90_000 });
+    const done = collect(child, { timeoutMs: 90_000, keepStdin: true });
     await waitForOutput(child, /it is removed when this ends/);
     // Typed as a person would, a line at a time; the answers come back through the pty.
     child.stdin!.write('echo typed-$((6*7)); stty size; test -t 0 && echo on-a-tty\r');

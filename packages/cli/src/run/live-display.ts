@@ -27,6 +27,7 @@ export class LiveDisplay implements RunDisplay {
   #retries = 0;
   #failures: RecentFailure[] = [];
   #notice = '';
+  #running = 0;
   #drawn = 0;
 
   constructor(out: Writable & { columns?: number }, total: number) {
@@ -41,7 +42,8 @@ export class LiveDisplay implements RunDisplay {
   }
 
   settled(record: TaskRecord): void {
-    if (record.status === 'scored' && !record.failure) return;
+    // Failures only: a clean score is in the bar, a task the run stopped is in "not run".
+    if ((record.status === 'scored' && !record.failure) || record.status === 'not_run') return;
     const failure = record.failure;
     this.#remember({ taskId: record.taskId, attempt: record.attempts.at(-1)?.attempt ?? 0, text: failure ? describeFailure(failure) : record.status, retried: false });
   }
@@ -49,6 +51,10 @@ export class LiveDisplay implements RunDisplay {
   retry(e: { taskId: string; attempt: number; delayMs: number; failure: AttemptFailure }): void {
     this.#retries++;
     this.#remember({ taskId: e.taskId, attempt: e.attempt - 1, text: describeFailure(e.failure), retried: true });
+  }
+
+  running(delta: number): void {
+    this.#running += delta;
   }
 
   notice(text: string): void {
@@ -75,10 +81,11 @@ export class LiveDisplay implements RunDisplay {
 
   #lines(): string[] {
     const p = this.#progress;
-    const width = Math.max(40, (this.#out.columns ?? 100) - 1);
+    // A pty whose size nobody set says 0 columns.
+    const width = Math.max(40, (this.#out.columns || 100) - 1);
     const done = p.total === 0 ? 0 : Math.round((p.settled / p.total) * BAR_WIDTH);
     const bar = `[${'#'.repeat(done)}${'-'.repeat(BAR_WIDTH - done)}] ${p.settled}/${p.total}`;
-    const counts = `scored ${p.scored}  infra-failed ${p.infraFailed}  not run ${p.notRun}  retries ${this.#retries}  running ${p.running}  ETA ${this.#eta()}`;
+    const counts = `scored ${p.scored}  infra-failed ${p.infraFailed}  not run ${p.notRun}  retries ${this.#retries}  running ${this.#running}  ETA ${this.#eta()}`;
     const lines = [clip(`${bar}  ${counts}`, width), clip(`elapsed ${formatDuration(performance.now() - this.#started)}`, width)];
     if (this.#failures.length > 0) {
       lines.push('last failures:');

@@ -26,6 +26,8 @@ export class PlainDisplay implements RunDisplay {
     this.#out.write(`retry ${e.taskId}: attempt ${e.attempt} in ${formatDuration(e.delayMs)} after ${describeFailure(e.failure)}\n`);
   }
 
+  running(_delta: number): void {}
+
   notice(text: string): void {
     this.#out.write(`${text}\n`);
   }

@@ -31,13 +31,14 @@ export function spawnBerth(args: readonly string[], opts: BinOptions = {}): Chil
   });
 }
 
-export function collect(child: ChildProcess, opts: Pick<BinOptions, 'input' | 'timeoutMs'> = {}): Promise<BinResult> {
+/** `keepStdin`: leave stdin open for the test to write to (a pty: ending it would end what the terminal can send). */
+export function collect(child: ChildProcess, opts: Pick<BinOptions, 'input' | 'timeoutMs'> & { keepStdin?: boolean } = {}): Promise<BinResult> {
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (c: Buffer) => (stdout += c.toString()));
   child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
   if (opts.input !== undefined) child.stdin?.end(opts.input);
-  else child.stdin?.end();
+  else if (!opts.keepStdin) child.stdin?.end();
   const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 120_000);
   return new Promise((resolve, reject) => {
     child.on('error', reject);
