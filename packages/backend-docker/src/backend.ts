@@ -12,6 +12,7 @@ import {
   type EnvironmentSpecInput,
   type PreflightCheck,
   type PreflightReport,
+  type SweepOptions,
   type SweepReport,
 } from '@berth/core';
 import {
@@ -19,9 +20,9 @@ import {
   LABEL_MANAGED,
   LABEL_SESSION,
   SandboxEnvironment,
+  Sweep,
   assertSupported,
   checkPullAuth,
-  isOrphan,
   newEnvironmentId,
   parseEnvironmentSpec,
   preflightFailure,
@@ -41,6 +42,8 @@ const CAPABILITIES: Capabilities = {
   mounts: ['bind'],
   imageBuild: true,
   execUser: true,
+  // Exec's Tty, sized by a resize right after the start (API 1.41 has no ConsoleSize on create).
+  tty: true,
   networkSwitch: true,
   resourceLimits: { cpus: true, memory: true, storage: false },
 };
@@ -96,6 +99,7 @@ export class DockerBackend implements Backend {
       spec,
       transport: new DockerSandbox(this.docker, this.#options, id, spec, this.#imageSource(spec)),
       limiter: this.#limiter,
+      capabilities: this.capabilities,
       transfers: this.#options.transfers ?? 'native',
       ...(this.#options.labels ? { labels: this.#options.labels } : {}),
     });
@@ -133,8 +137,8 @@ export class DockerBackend implements Backend {
     return { backend: BACKEND, ok: checks.every((c) => c.status !== 'fail'), checks };
   }
 
-  async sweep(opts: { olderThanMs?: number; session?: string } = {}): Promise<SweepReport> {
-    const report: SweepReport = { backend: BACKEND, removed: [], failed: [] };
+  async sweep(opts: SweepOptions = {}): Promise<SweepReport> {
+    const sweep = new Sweep(BACKEND, opts);
     const labels = [`${LABEL_MANAGED}=true`, ...(opts.session ? [`${LABEL_SESSION}=${opts.session}`] : [])];
     let containers: Docker.ContainerInfo[];
     try {
@@ -143,18 +147,19 @@ export class DockerBackend implements Backend {
       throw mapDaemonError(error, { operation: 'sweep', backend: BACKEND }) ?? error;
     }
     for (const info of containers) {
-      const query = opts.olderThanMs === undefined ? {} : { olderThanMs: opts.olderThanMs };
-      if (!isOrphan(info.Labels, { ...query, createdAtMs: info.Created * 1000 })) continue;
-      try {
-        await this.docker.getContainer(info.Id).remove({ force: true, v: true });
-        report.removed.push(info.Names[0]?.replace(/^\//, '') ?? info.Id);
-      } catch (error) {
-        if (statusOf(error) === 404) continue;
-        const mapped = BerthError.isInstance(error) ? error : mapDaemonError(error, { operation: 'sweep', backend: BACKEND });
-        report.failed.push({ id: info.Id, message: mapped?.message ?? dockerMessage(error) });
-      }
+      if (!sweep.isOrphan(info.Labels, info.Created * 1000)) continue;
+      await sweep.remove({
+        name: info.Names[0]?.replace(/^\//, '') ?? info.Id,
+        id: info.Id,
+        remove: () => this.docker.getContainer(info.Id).remove({ force: true, v: true }),
+        failure: (error) => {
+          if (statusOf(error) === 404) return undefined;
+          const mapped = BerthError.isInstance(error) ? error : mapDaemonError(error, { operation: 'sweep', backend: BACKEND });
+          return mapped?.message ?? dockerMessage(error);
+        },
+      });
     }
-    return report;
+    return sweep.report;
   }
 }
 

@@ -41,25 +41,34 @@ async function exitCodeOf(exec: Docker.Exec): Promise<number | null> {
   return null;
 }
 
-/** One process through the engine's exec API: a hijacked connection carrying stdin out and multiplexed stdout/stderr back. */
+/**
+ * One process through the engine's exec API: a hijacked connection carrying stdin out and
+ * multiplexed stdout/stderr back, or with a terminal (`request.tty`) the terminal's raw output.
+ */
 export async function spawnDockerProcess(container: Docker.Container, request: ProcessRequest): Promise<SandboxProcess> {
+  const tty = request.tty;
   const exec = await container.exec({
     Cmd: [...request.argv],
     AttachStdout: true,
     AttachStderr: true,
     AttachStdin: request.stdin,
-    Tty: false,
+    Tty: tty !== undefined,
     Env: Object.entries(request.env).map(([k, v]) => `${k}=${v}`),
     // By uid, not name: an image without /etc/passwd cannot resolve 'root'.
     ...(request.asRoot ? { User: '0:0' } : request.user !== undefined ? { User: request.user } : {}),
   });
-  const socket = (await exec.start({ hijack: true, stdin: request.stdin })) as Duplex;
+  const socket = (await exec.start({ hijack: true, stdin: request.stdin, ...(tty ? { Tty: true } : {}) })) as Duplex;
+  if (tty) {
+    // API 1.41 has no ConsoleSize on exec create, and an exec can only be resized once it runs.
+    // The kit's argv waits for this size before the command starts; an exec that has already
+    // ended cannot be resized (500) and needs no size, so a failure here is nobody's concern.
+    exec.resize({ h: tty.rows, w: tty.cols }).catch(() => undefined);
+  }
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   // Output waits for its reader: a slow consumer pauses the connection instead of filling memory.
   const full = new Set<PassThrough>();
-  const demux = new DockerStreamDemuxer((which, payload) => {
-    const target = which === 'stdout' ? stdout : stderr;
+  const deliver = (target: PassThrough, payload: Buffer) => {
     if (target.write(payload) || full.has(target)) return;
     full.add(target);
     socket.pause();
@@ -67,9 +76,11 @@ export async function spawnDockerProcess(container: Docker.Container, request: P
       full.delete(target);
       if (full.size === 0) socket.resume();
     });
-  });
+  };
+  // A terminal's output is one raw stream (the terminal merged stdout and stderr): nothing to demux.
+  const demux = tty ? undefined : new DockerStreamDemuxer((which, payload) => deliver(which === 'stdout' ? stdout : stderr, payload));
   const ended = new Promise<void>((resolve, reject) => {
-    socket.on('data', (chunk: Buffer) => demux.push(chunk));
+    socket.on('data', (chunk: Buffer) => (demux ? demux.push(chunk) : deliver(stdout, chunk)));
     socket.on('end', resolve);
     socket.on('close', resolve);
     socket.on('error', reject);
@@ -79,19 +90,22 @@ export async function spawnDockerProcess(container: Docker.Container, request: P
       stdout.end();
       stderr.end();
     })
-    .then(async (): Promise<ProcessExit> => ({ code: await exitCodeOf(exec), interrupted: demux.leftover > 0 }));
+    .then(async (): Promise<ProcessExit> => ({ code: await exitCodeOf(exec), interrupted: (demux?.leftover ?? 0) > 0 }));
   // Writes complete when the engine has the bytes (backpressure); end() half-closes, so the
-  // command sees EOF while its output still flows back.
+  // command sees EOF while its output still flows back. Not with a terminal: it has no EOF, and
+  // the engine answers a half-close of a TTY exec by dropping the whole connection, output and all
+  // (the command runs on, unseen). The kit kills the tree when a stdin fails, so it is left open.
+  const close = () => void (tty ? undefined : socket.end());
   const stdin = request.stdin
     ? new Writable({
         write: (chunk: Buffer, _encoding, done) => void socket.write(chunk, done),
         final: (done) => {
-          socket.end();
+          close();
           done();
         },
         // A stdin given up on (its source failed) still closes the command's stdin.
         destroy: (error, done) => {
-          socket.end();
+          close();
           done(error);
         },
       })

@@ -244,38 +244,6 @@ describe('docker pulls and credentials', () => {
   });
 });
 
-describe('docker sweep', () => {
-  it('removes containers of dead owners and spares live ones', async () => {
-    const backend = createDockerBackend();
-    const live = await backend.start({ image: BASIC, network: 'none' });
-    started.push(live);
-    // An orphan: berth's labels, an owner PID that no longer exists on this host.
-    const os = await import('node:os');
-    const orphan = await docker.createContainer({
-      Image: BASIC,
-      Cmd: ['sleep', '600'],
-      name: `berth-orphan-${Date.now()}`,
-      Labels: {
-        'berth.managed': 'true',
-        'berth.session': SESSION_ID,
-        'berth.environment': 'orphan',
-        'berth.created': String(Date.now()),
-        'berth.owner-pid': '999999',
-        'berth.owner-host': os.hostname(),
-      },
-      HostConfig: { NetworkMode: 'none' },
-    });
-    await orphan.start();
-    const report = await backend.sweep({ session: SESSION_ID });
-    expect(report.failed).toEqual([]);
-    expect(report.removed).toHaveLength(1);
-    expect(report.removed[0]).toMatch(/^berth-orphan-/);
-    expect(live.phase).toBe('running');
-    expect((await live.exec('true')).exitCode).toBe(0);
-    await live.teardown();
-  });
-});
-
 describe('docker preflight follows the pull policy', () => {
   it("'never' fails for an absent image; 'always' asks the registry even when it is present", async () => {
     await forget(PRIVATE);

@@ -9,6 +9,7 @@ import {
   type EnvironmentSpecInput,
   type PreflightCheck,
   type PreflightReport,
+  type SweepOptions,
   type SweepReport,
 } from '@berth/core';
 import {
@@ -16,9 +17,9 @@ import {
   LABEL_MANAGED,
   LABEL_SESSION,
   SandboxEnvironment,
+  Sweep,
   assertSupported,
   checkPullAuth,
-  isOrphan,
   newEnvironmentId,
   parseEnvironmentSpec,
   preflightFailure,
@@ -44,6 +45,9 @@ const CAPABILITIES: Capabilities = {
   imageBuild: false,
   // The exec subresource has no user: every command runs as the container's user.
   execUser: false,
+  // Not yet: the exec subresource can do it (tty=true, and sizes on its resize channel, 4), but the
+  // exec socket here speaks only the stdin/stdout/stderr/error channels.
+  tty: false,
   resourceLimits: { cpus: true, memory: true, storage: true },
 };
 
@@ -85,6 +89,7 @@ export class K8sBackend implements Backend {
       spec,
       transport: new K8sSandbox({ cluster: this.cluster, options: this.#options, removals: this.#removals }, id, spec, this.#podImages(spec)),
       limiter: this.#limiter,
+      capabilities: this.capabilities,
       transfers: 'exec',
     });
   }
@@ -135,8 +140,8 @@ export class K8sBackend implements Backend {
     return { backend: BACKEND, ok: checks.every((c) => c.status !== 'fail'), checks };
   }
 
-  async sweep(opts: { olderThanMs?: number; session?: string } = {}): Promise<SweepReport> {
-    const report: SweepReport = { backend: BACKEND, removed: [], failed: [] };
+  async sweep(opts: SweepOptions = {}): Promise<SweepReport> {
+    const sweep = new Sweep(BACKEND, opts);
     const { core, namespace } = this.cluster;
     const labelSelector = [`${LABEL_MANAGED}=true`, ...(opts.session ? [`${LABEL_SESSION}=${opts.session}`] : [])].join(',');
     let pods;
@@ -150,11 +155,12 @@ export class K8sBackend implements Backend {
       const secrets = await idempotent(() => core.listNamespacedSecret({ namespace, labelSelector: `${LABEL_PULL_SECRET}=true${opts.session ? `,${LABEL_SESSION}=${opts.session}` : ''}` }));
       for (const secret of secrets.items) {
         const name = secret.metadata?.name ?? '';
-        if (!isOrphan(secret.metadata?.labels ?? {}, opts.olderThanMs !== undefined ? { olderThanMs: opts.olderThanMs } : {})) continue;
-        await idempotent(() => core.deleteNamespacedSecret({ name, namespace })).then(
-          () => report.removed.push(`secret/${name}`),
-          (error: unknown) => statusOf(error) === 404 || report.failed.push({ id: `secret/${name}`, message: apiMessage(error) }),
-        );
+        if (!sweep.isOrphan(secret.metadata?.labels ?? {})) continue;
+        await sweep.remove({
+          name: `secret/${name}`,
+          remove: () => idempotent(() => core.deleteNamespacedSecret({ name, namespace })),
+          failure: (error) => (statusOf(error) === 404 ? undefined : apiMessage(error)),
+        });
       }
     } catch (error) {
       throw mapApiError(error, { operation: 'sweep' }) ?? error;
@@ -162,17 +168,14 @@ export class K8sBackend implements Backend {
     for (const pod of pods.items) {
       const name = pod.metadata?.name ?? '';
       const created = pod.metadata?.creationTimestamp ? new Date(pod.metadata.creationTimestamp).getTime() : undefined;
-      const query = { ...(opts.olderThanMs !== undefined ? { olderThanMs: opts.olderThanMs } : {}), ...(created !== undefined ? { createdAtMs: created } : {}) };
-      if (!isOrphan(pod.metadata?.labels ?? {}, query)) continue;
-      try {
-        await idempotent(() => core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 }));
-        report.removed.push(name);
-      } catch (error) {
-        if (statusOf(error) === 404) continue;
-        report.failed.push({ id: name, message: mapApiError(error, { operation: 'sweep' })?.message ?? apiMessage(error) });
-      }
+      if (!sweep.isOrphan(pod.metadata?.labels ?? {}, created)) continue;
+      await sweep.remove({
+        name,
+        remove: () => idempotent(() => core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 })),
+        failure: (error) => (statusOf(error) === 404 ? undefined : (mapApiError(error, { operation: 'sweep' })?.message ?? apiMessage(error))),
+      });
     }
-    return report;
+    return sweep.report;
   }
 }
 

@@ -2,7 +2,7 @@
 // backend instance, gone after the last pod; { secretName } uses the namespace's own; sweep removes
 // what a dead process left.
 import { afterAll, describe, expect, it } from 'vitest';
-import { ImagePullError, serializeError, type Environment } from '@berth/core';
+import { ImagePullError, SESSION_ID, serializeError, type Environment } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { BERTH_KUBECONFIG, NAMESPACE, adminApi, ctr, ensurePullSecret, TOLERATE_FAULT } from './support/cluster.js';
 
@@ -52,7 +52,7 @@ describe('k8s pull secrets', () => {
     expect(chain.cause?.message).toMatch(/phase Pending; main: waiting (ErrImagePull|ImagePullBackOff).*events: .*Failed to pull image/);
   });
 
-  it('sweep removes a pull secret whose process is gone, and leaves live ones', async () => {
+  it('sweep removes a pull secret whose process is gone, and leaves live ones; a dry run only lists what it would remove', async () => {
     const name = `berth-pull-orphan-${process.pid}`;
     await adminApi().createNamespacedSecret({
       namespace: NAMESPACE,
@@ -62,8 +62,22 @@ describe('k8s pull secrets', () => {
         data: {},
       },
     });
-    const report = await createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, tolerations: TOLERATE_FAULT }).sweep();
+    const backend = createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, tolerations: TOLERATE_FAULT });
+    const dry = await backend.sweep({ dryRun: true });
+    expect(dry).toMatchObject({ dryRun: true, removed: [] });
+    expect(dry.wouldRemove).toContain(`secret/${name}`);
+    expect(await pullSecrets()).toContain(name);
+    // olderThanMs: 0 takes live owners' pods too: in a dry run even this one only is listed, by name.
+    const live = await backend.start({ image: 'berth-test/busybox:latest', network: 'public' });
+    envs.push(live);
+    const all = await backend.sweep({ session: SESSION_ID, olderThanMs: 0, dryRun: true });
+    expect(all.wouldRemove).toContain(live.id);
+    expect(all.removed).toEqual([]);
+    expect((await live.exec('echo still-here')).stdout).toBe('still-here\n');
+    const report = await backend.sweep();
     expect(report.removed).toContain(`secret/${name}`);
+    expect(report.removed).not.toContain(live.id);
+    expect(report.dryRun).toBeUndefined();
     expect(await pullSecrets()).not.toContain(name);
   });
 });

@@ -7,14 +7,15 @@ import {
   type EnvironmentSpecInput,
   type PreflightCheck,
   type PreflightReport,
+  type SweepOptions,
   type SweepReport,
 } from '@berth/core';
 import {
   LABEL_MANAGED,
   LABEL_SESSION,
   SandboxEnvironment,
+  Sweep,
   assertSupported,
-  isOrphan,
   newEnvironmentId,
   parseEnvironmentSpec,
   preflightFailure,
@@ -42,6 +43,8 @@ const CAPABILITIES: Capabilities = {
   // Through Modal's builder; COPY/ADD (the context upload) and multi-stage builds are refused at start.
   imageBuild: true,
   execUser: false,
+  // Not yet: Modal's exec request can carry a pty_info, but berth's exec path (and the simulator) have none.
+  tty: false,
   resourceLimits: { cpus: true, memory: true, storage: true },
 };
 
@@ -82,6 +85,7 @@ export class ModalBackend implements Backend {
       spec,
       transport: new ModalSandbox(shared, id, spec, plan),
       limiter: this.#limiter,
+      capabilities: this.capabilities,
       transfers: 'exec',
     });
   }
@@ -129,26 +133,26 @@ export class ModalBackend implements Backend {
   }
 
   /** Sandboxes of berth's app carrying berth's tags, whose process is gone (or older than asked). */
-  async sweep(opts: { olderThanMs?: number; session?: string } = {}): Promise<SweepReport> {
-    const report: SweepReport = { backend: BACKEND, removed: [], failed: [] };
+  async sweep(opts: SweepOptions = {}): Promise<SweepReport> {
+    const sweep = new Sweep(BACKEND, opts);
     const { control } = this.#modal;
     try {
       const appId = await this.#modal.app();
       const sandboxes = await control.sandboxList(appId, { [LABEL_MANAGED]: 'true', ...(opts.session ? { [LABEL_SESSION]: opts.session } : {}) });
       for (const sandbox of sandboxes) {
         const tags = Object.fromEntries((sandbox.tags ?? []).map((t) => [t.tag_name ?? '', t.tag_value ?? '']));
-        const created = sandbox.created_at ? sandbox.created_at * 1000 : undefined;
-        if (!isOrphan(tags, { ...(opts.olderThanMs !== undefined ? { olderThanMs: opts.olderThanMs } : {}), ...(created ? { createdAtMs: created } : {}) })) continue;
+        if (!sweep.isOrphan(tags, sandbox.created_at ? sandbox.created_at * 1000 : undefined)) continue;
         const id = sandbox.id ?? '';
-        await control.sandboxTerminate(id).then(
-          () => report.removed.push(id),
-          (error: unknown) => report.failed.push({ id, message: error instanceof Error ? error.message : String(error) }),
-        );
+        await sweep.remove({
+          name: id,
+          remove: () => control.sandboxTerminate(id),
+          failure: (error) => (error instanceof Error ? error.message : String(error)),
+        });
       }
     } catch (error) {
       throw mapModalError(error, { operation: 'sweep' }) ?? error;
     }
-    return report;
+    return sweep.report;
   }
 
   /** Close the HTTP/2 connections (an idle connection would otherwise keep the process up). */

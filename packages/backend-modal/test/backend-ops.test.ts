@@ -32,10 +32,15 @@ describe('Modal backend operations (simulated)', () => {
     expect(half.checks.find((c) => c.name === 'image')).toMatchObject({ status: 'fail', message: expect.stringMatching(/REGISTRY_PASSWORD/) });
   });
 
-  it("sweep terminates berth's sandboxes by their tags (a live owner's only once older than asked)", async () => {
+  it("sweep terminates berth's sandboxes by their tags (a live owner's only once older than asked); a dry run only lists them", async () => {
     const env = await backend.start({ image: 'berth-test/busybox:latest' });
     try {
       expect((await backend.sweep({ session: SESSION_ID })).removed).toEqual([]);
+      const dry = await backend.sweep({ session: SESSION_ID, olderThanMs: 0, dryRun: true });
+      expect(dry).toMatchObject({ backend: 'modal', removed: [], failed: [], dryRun: true });
+      expect(dry.wouldRemove).toEqual(await sim.sandboxes());
+      expect(dry.wouldRemove).toHaveLength(1);
+      expect((await env.exec('echo still-here')).stdout).toBe('still-here\n');
       const swept = await backend.sweep({ session: SESSION_ID, olderThanMs: 0 });
       expect(swept.removed).toHaveLength(1);
       expect(await sim.sandboxes()).toEqual([]);

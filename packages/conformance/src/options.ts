@@ -20,7 +20,8 @@ export interface ConformanceImages {
   /**
    * An image the backend can start without credentials. It must have a POSIX sh (with printf,
    * kill, read, command -v), cat, tar, sleep, timeout, head, dd, mkdir, rm, ln, pwd, true, and
-   * md5sum or sha256sum; /proc must be mounted in the sandbox. A busybox-static image is enough.
+   * md5sum or sha256sum; /proc must be mounted in the sandbox; stty for the tty cases. A busybox-static
+   * image is enough.
    */
   basic: string;
   /** An image in a registry that refuses anonymous pulls, and the credentials that work. */

@@ -3,6 +3,7 @@ import { capabilityCases } from './cases/capabilities.js';
 import { errorCases } from './cases/errors.js';
 import { execCases } from './cases/exec.js';
 import { execStdinCases } from './cases/exec-stdin.js';
+import { execTtyCases } from './cases/exec-tty.js';
 import { execUserCases } from './cases/exec-user.js';
 import { imageCases } from './cases/images.js';
 import { imageBuildCases } from './cases/images-build.js';
@@ -30,6 +31,7 @@ export function describeBackendConformance(options: ConformanceOptions): void {
     execCases(h);
     execStdinCases(h);
     execUserCases(h);
+    execTtyCases(h);
     transferCases(h);
     transferAbortCases(h);
     lostCases(h);

@@ -25,6 +25,15 @@ export interface ExecOptions {
   onStderr?: (chunk: Uint8Array) => void;
   /** Aborting kills the command's process tree and rejects with CancelledError. */
   signal?: AbortSignal;
+  /**
+   * Give the command a pseudo-terminal (`true`: 24 rows by 80 columns). Its stdout and stderr then
+   * arrive merged on stdout (onStdout / result.stdout; stderr stays empty), with line endings as
+   * the terminal makes them (\r\n). stdin, when given, is what the user types: the terminal echoes
+   * it, and its end is not an end of input (a terminal has none; type '\x04' for that). Without
+   * stdin nothing is typed, so a command that reads its terminal waits (give it a timeoutMs).
+   * Needs the backend's `tty` capability: a CapabilityError otherwise.
+   */
+  tty?: boolean | { rows: number; cols: number };
 }
 
 /**
@@ -133,6 +142,8 @@ export interface Capabilities {
   mounts: ReadonlyArray<'image' | 'bind'>;
   /** Can exec run a command as another user (`opts.user`)? */
   execUser: boolean;
+  /** Can exec give a command a pseudo-terminal (`opts.tty`)? */
+  tty: boolean;
   /** Can it build `image: { build }` specs from a Dockerfile? */
   imageBuild: boolean;
   /** Does the engine enforce resources.cpus / memoryMb / storageMb? */
@@ -155,10 +166,24 @@ export interface PreflightReport {
   checks: PreflightCheck[];
 }
 
+export interface SweepOptions {
+  /** Also sweep resources older than this, wherever their owner runs (its liveness is only known on its own host). */
+  olderThanMs?: number;
+  /** Only resources of this berth session (the `berth.session` label). */
+  session?: string;
+  /** Remove nothing: report what would be removed, in `wouldRemove`. */
+  dryRun?: boolean;
+}
+
 export interface SweepReport {
   backend: string;
+  /** What was removed (empty in a dry run). */
   removed: string[];
   failed: Array<{ id: string; message: string }>;
+  /** Set when the sweep was a dry run. */
+  dryRun?: boolean;
+  /** A dry run's finds: the same ids or names `removed` would have held. */
+  wouldRemove?: string[];
 }
 
 export interface Backend {
@@ -171,8 +196,8 @@ export interface Backend {
   start(spec: EnvironmentSpecInput, opts?: { signal?: AbortSignal }): Promise<Environment>;
   /** Can this backend run this spec, before a run tries 500 times? Never throws for a failed check. */
   preflight(spec?: EnvironmentSpecInput): Promise<PreflightReport>;
-  /** Remove berth-labelled resources left behind by dead processes. */
-  sweep(opts?: { olderThanMs?: number; session?: string }): Promise<SweepReport>;
+  /** Remove berth-labelled resources left behind by dead processes (with `dryRun`, only list them). */
+  sweep(opts?: SweepOptions): Promise<SweepReport>;
 }
 
 export type { EnvironmentSpec, EnvironmentSpecInput, ImageAuth };

@@ -21,6 +21,7 @@ export {
   type PreflightReport,
   type PreflightStatus,
   type PullProgress,
+  type SweepOptions,
   type SweepReport,
   type TransferOptions,
   type TransferStats,

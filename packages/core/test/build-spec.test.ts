@@ -57,6 +57,7 @@ describe('spec: image { build }', () => {
       mounts: [],
       imageBuild: false,
       execUser: false,
+      tty: false,
       resourceLimits: { cpus: true, memory: true, storage: false },
     };
     const refuse = (input: unknown) => {

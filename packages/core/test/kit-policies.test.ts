@@ -1,12 +1,13 @@
 // The backend-neutral policies of the kit: registry wording to pull reasons, the creation limiter,
-// the sweep rule and capability refusals.
+// the sweep rule and a sweep's bookkeeping, and capability refusals.
 import { spawnSync } from 'node:child_process';
+import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { CapabilityError, ConfigError, ImagePullError } from '../src/errors.js';
 import { assertSupported } from '../src/kit/capabilities.js';
 import { CreationLimiter } from '../src/kit/creation-limiter.js';
 import { notPresentNeverPull, pullFailure, pullReason } from '../src/kit/pull-failure.js';
-import { isOrphan } from '../src/kit/sweep-rule.js';
+import { Sweep, isOrphan } from '../src/kit/sweep-rule.js';
 import { LABEL_CREATED, LABEL_OWNER_HOST, LABEL_OWNER_PID } from '../src/labels.js';
 import { parseEnvironmentSpec } from '../src/spec.js';
 import { VirtualClock } from '../src/trials/clock.js';
@@ -125,6 +126,31 @@ describe('sweep rule', () => {
     expect(isOrphan(elsewhere, { host, now })).toBe(false);
     expect(isOrphan(elsewhere, { host, now, olderThanMs: 60_000, createdAtMs: now - 120_000 })).toBe(true);
     expect(isOrphan(elsewhere, { host, now, olderThanMs: 60_000, createdAtMs: now - 1_000 })).toBe(false);
+  });
+});
+
+describe('a sweep: the rule, removals, and dry runs', () => {
+  const labels = (pid: number) => ({ [LABEL_OWNER_PID]: String(pid), [LABEL_OWNER_HOST]: hostname(), [LABEL_CREATED]: String(Date.now()) });
+  const dead = (): number => Number(spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim());
+
+  it('removes orphans; an already-gone one is not a failure, any other failure is reported under its id', async () => {
+    const sweep = new Sweep('toy', { olderThanMs: 60_000 });
+    expect(sweep.isOrphan(labels(process.pid))).toBe(false);
+    expect(sweep.isOrphan(labels(dead()))).toBe(true);
+    const removed: string[] = [];
+    await sweep.remove({ name: 'box-1', remove: async () => removed.push('box-1'), failure: () => 'unexpected' });
+    await sweep.remove({ name: 'box-2', remove: () => Promise.reject(new Error('404')), failure: () => undefined });
+    await sweep.remove({ name: 'box-3', id: 'id-3', remove: () => Promise.reject(new Error('503')), failure: (e) => `failed: ${(e as Error).message}` });
+    expect(removed).toEqual(['box-1']);
+    expect(sweep.report).toEqual({ backend: 'toy', removed: ['box-1'], failed: [{ id: 'id-3', message: 'failed: 503' }] });
+  });
+
+  it('a dry run removes nothing and lists what it would have removed', async () => {
+    const sweep = new Sweep('toy', { dryRun: true });
+    let calls = 0;
+    for (const name of ['box-1', 'box-2']) await sweep.remove({ name, remove: async () => calls++, failure: () => 'unexpected' });
+    expect(calls).toBe(0);
+    expect(sweep.report).toEqual({ backend: 'toy', removed: [], failed: [], dryRun: true, wouldRemove: ['box-1', 'box-2'] });
   });
 });
 

@@ -1,4 +1,4 @@
-import type { Capabilities } from '../contract.js';
+import type { Capabilities, ExecOptions } from '../contract.js';
 import { CapabilityError, type Operation } from '../errors.js';
 import { isBuiltImage, type EnvironmentSpec } from '../spec.js';
 
@@ -12,6 +12,20 @@ export type CapabilityHints = Partial<Record<'gpus' | 'network' | 'resources.sto
 export function refuseExecUser(user: string | undefined, ctx: { operation: Operation; backend: string; environmentId?: string }, reason: string): void {
   if (user === undefined || user === '0' || user === 'root' || user.startsWith('0:')) return;
   throw new CapabilityError({ ...ctx, capability: 'exec.user', message: `the ${ctx.backend} backend cannot run a command as user "${user}": ${reason}` });
+}
+
+/**
+ * A command asking for a terminal (`opts.tty`) on a backend that does not claim the tty capability
+ * is a CapabilityError, never run without the terminal it asked for (its output and its behaviour
+ * would differ). SandboxEnvironment calls it for every exec, so no transport ever sees such a request.
+ */
+export function refuseExecTty(tty: ExecOptions['tty'], capabilities: Pick<Capabilities, 'tty'> | undefined, ctx: { operation: Operation; backend: string; environmentId?: string }): void {
+  if (tty === undefined || tty === false || capabilities?.tty === true) return;
+  throw new CapabilityError({
+    ...ctx,
+    capability: 'exec.tty',
+    message: `the ${ctx.backend} backend cannot give a command a terminal (opts.tty); run it without one, or on a backend that claims the tty capability`,
+  });
 }
 
 /**

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { EventEmitter } from 'eventemitter3';
 import { cancelledFrom, raceAbort, throwIfAborted } from '../abort.js';
 import type {
+  Capabilities,
   DownloadDirOptions,
   Environment,
   EnvironmentEvents,
@@ -25,6 +26,7 @@ import {
 import { sandboxLabels } from '../labels.js';
 import { DEFAULT_BUILD_TIMEOUT_MS } from '../build-spec.js';
 import { DEFAULT_STARTUP_MS, isBuiltImage, type EnvironmentSpec } from '../spec.js';
+import { refuseExecTty } from './capabilities.js';
 import type { CreationLimiter } from './creation-limiter.js';
 import { execArgv, runProcess } from './run-process.js';
 import { Transfers, type TransferMode } from './transfers.js';
@@ -42,6 +44,11 @@ export interface SandboxEnvironmentOptions {
   limiter?: CreationLimiter;
   /** 'native' uses the transport's archive API when it has one (the default); 'exec' forces tar over exec. */
   transfers?: TransferMode;
+  /**
+   * The backend's capabilities (pass `backend.capabilities`): exec options needing one it does not
+   * claim (`opts.tty`) are refused with a CapabilityError. Omitted: none of those is claimed.
+   */
+  capabilities?: Pick<Capabilities, 'tty'>;
 }
 
 /** How long a failed start waits for the transport's create to settle before removing what it made. */
@@ -294,6 +301,7 @@ export class SandboxEnvironment implements Environment {
   async exec(command: string | readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
     this.#usable('exec');
     const argv = execArgv(command, opts, this.#ctx('exec'), this.spec.env);
+    refuseExecTty(opts.tty, this.#options.capabilities, this.#ctx('exec'));
     throwIfAborted(opts.signal, this.#ctx('exec'));
     let outcome;
     try {

@@ -16,7 +16,7 @@ export type {
 } from './transport.js';
 export type { TransferMode } from './transfers.js';
 export { CreationLimiter, type CreationLimits } from './creation-limiter.js';
-export { assertSupported, refuseExecUser, type CapabilityHints } from './capabilities.js';
+export { assertSupported, refuseExecTty, refuseExecUser, type CapabilityHints } from './capabilities.js';
 export { pullFailure, notPresentNeverPull, type PullFailureContext } from './pull-failure.js';
 export {
   checkPullAuth,
@@ -33,7 +33,7 @@ export { probeImage, type ProbeResult } from './registry-probe.js';
 export { keepAliveCommand } from './keep-alive.js';
 export { isUnreachable, unreachableApi } from './network-errors.js';
 export { API_RETRY_DEFAULTS, retryIdempotent, type ApiRetryPolicy, type TransientAnswer } from './api-retry.js';
-export { isOrphan, processAlive, type OrphanQuery } from './sweep-rule.js';
+export { Sweep, isOrphan, processAlive, type OrphanQuery, type SweepTarget } from './sweep-rule.js';
 export { preflightFailure, preflightSpec, startAndCleanUp } from './backend-helpers.js';
 export { cancelledFrom, raceAbort, throwIfAborted } from '../abort.js';
 export { registerSecret } from '../redact.js';

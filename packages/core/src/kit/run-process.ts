@@ -9,6 +9,7 @@ import { envSizeProblem } from '../spec.js';
 import { TailBuffer } from '../tail-buffer.js';
 import { EXEC_MARKER, KILL_TIMEOUT_MS, killProcessTree } from './process-tree.js';
 import { isExecStdin, stdinStream } from './stdin.js';
+import { gateOnTerminalSize, terminalSize } from './tty.js';
 import type { ProcessExit, SandboxProcess, SandboxTransport } from './transport.js';
 
 export const DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024;
@@ -60,10 +61,12 @@ export function execArgv(command: string | readonly string[], opts: ExecOptions,
   // The command's environment is the spec's and the exec's together: the kernel limits the sum.
   const size = envSizeProblem({ ...specEnv, ...opts.env }, 'opts.env');
   if (size) throw refuse(size.path, size.message);
+  const tty = terminalSize(opts.tty, ctx);
   const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
   // A shell string reports a missing command itself (127); an argv or a cwd goes through the
   // launcher, so every backend says the same, on stderr, whatever its runtime would have said.
-  return typeof command === 'string' && !opts.cwd ? argv : ['/bin/sh', '-c', LAUNCHER, 'berth-exec', opts.cwd ?? '', ...argv];
+  const launched = typeof command === 'string' && !opts.cwd ? argv : ['/bin/sh', '-c', LAUNCHER, 'berth-exec', opts.cwd ?? '', ...argv];
+  return tty ? gateOnTerminalSize(launched, tty) : launched;
 }
 
 /**
@@ -209,11 +212,13 @@ class ProcessRun {
 
   /** A backend that never starts the process must not hold the caller past its timeout or abort. */
   async #spawn(argv: readonly string[]): Promise<SandboxProcess> {
+    const tty = terminalSize(this.#opts.tty, this.#ctx);
     const spawning = this.#transport.spawn({
       argv,
       env: { ...this.#opts.env, [EXEC_MARKER]: this.#execId },
       stdin: this.#input !== undefined,
       ...(this.#opts.user !== undefined ? { user: this.#opts.user } : {}),
+      ...(tty ? { tty } : {}),
     });
     try {
       this.#proc = await raceAbort(spawning, this.#stop.signal);

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import type { SweepOptions, SweepReport } from '../contract.js';
 import { LABEL_CREATED, LABEL_OWNER_HOST, LABEL_OWNER_PID } from '../labels.js';
 
 /** Is a process of this host alive? (EPERM: it exists, under another user.) */
@@ -33,4 +34,55 @@ export function isOrphan(labels: Readonly<Record<string, string | undefined>>, q
   const sameHost = labels[LABEL_OWNER_HOST] === (query.host ?? hostname()) && Number.isInteger(pid) && pid > 0;
   const oldEnough = query.olderThanMs !== undefined && now - created >= query.olderThanMs;
   return sameHost ? !processAlive(pid) || oldEnough : oldEnough;
+}
+
+/** One resource a sweep found to be an orphan. */
+export interface SweepTarget {
+  /** How the report names it (`removed`, `wouldRemove`). */
+  name: string;
+  /** How a failure names it, when not by `name` (e.g. Docker's container id). */
+  id?: string;
+  remove: () => Promise<unknown>;
+  /** The message for a failed removal, or undefined when the resource was already gone (not a failure). */
+  failure: (error: unknown) => string | undefined;
+}
+
+/**
+ * One `Backend.sweep()`'s bookkeeping, the same on every backend: the sweep rule with the caller's
+ * olderThanMs, and each orphan removed, or in a dry run only listed, with the report to return.
+ * The backend lists its resources (by LABEL_MANAGED, and LABEL_SESSION when asked) and calls these.
+ */
+export class Sweep {
+  readonly report: SweepReport;
+  readonly #olderThanMs: number | undefined;
+  readonly #dryRun: boolean;
+
+  constructor(backend: string, opts: SweepOptions = {}) {
+    this.#olderThanMs = opts.olderThanMs;
+    this.#dryRun = opts.dryRun === true;
+    this.report = { backend, removed: [], failed: [], ...(this.#dryRun ? { dryRun: true, wouldRemove: [] } : {}) };
+  }
+
+  /** The sweep rule (isOrphan); `createdAtMs` is the backend's own record, used if the label is missing. */
+  isOrphan(labels: Readonly<Record<string, string | undefined>>, createdAtMs?: number): boolean {
+    return isOrphan(labels, {
+      ...(this.#olderThanMs !== undefined ? { olderThanMs: this.#olderThanMs } : {}),
+      ...(createdAtMs ? { createdAtMs } : {}),
+    });
+  }
+
+  /** Remove an orphan (a dry run only lists it); a failure is reported, never thrown. */
+  async remove(target: SweepTarget): Promise<void> {
+    if (this.#dryRun) {
+      this.report.wouldRemove!.push(target.name);
+      return;
+    }
+    try {
+      await target.remove();
+      this.report.removed.push(target.name);
+    } catch (error) {
+      const message = target.failure(error);
+      if (message !== undefined) this.report.failed.push({ id: target.id ?? target.name, message });
+    }
+  }
 }

@@ -79,6 +79,14 @@ export interface ProcessRequest {
   asRoot?: boolean;
   /** Run as this user (a name or uid, optionally ':group'): the caller's `opts.user`. */
   user?: string;
+  /**
+   * Give the process a pseudo-terminal of this size (backends claiming the tty capability only: the
+   * kit refuses it for the others). Everything the process writes then comes on `stdout`, raw
+   * (`stderr` just ends); `stdin` is what is typed, and its end must not cut the output short (a
+   * terminal has no EOF: leave the input open). Size the terminal as soon as the API lets you (at
+   * creation, or right after the start): the kit's argv waits for that size before the command runs.
+   */
+  tty?: { rows: number; cols: number };
 }
 
 export interface SandboxProcess {
