@@ -103,6 +103,7 @@ export type {
   AttemptFailure,
   AttemptRecord,
   BackoffOptions,
+  OutagePauseOptions,
   Clock,
   JsonValue,
   RunEvents,

@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CancelledError, ConfigError, StartupTimeoutError, TransferError } from '../src/errors.js';
+import { BackendUnavailableError, CancelledError, ConfigError, StartupTimeoutError, TransferError } from '../src/errors.js';
 import { SandboxEnvironment } from '../src/kit/environment.js';
 import type { SandboxTransport } from '../src/kit/transport.js';
 import { parseEnvironmentSpec } from '../src/spec.js';
@@ -251,6 +251,20 @@ describe('kit lifecycle', () => {
     expect(ConfigError.isInstance(error)).toBe(true);
     expect(removed).toBe(1);
     expect(timers()).toBe(before);
+  });
+
+  it('a teardown while the backend is unreachable keeps trying (an engine restart), so the sandbox is not left behind', async () => {
+    let attempts = 0;
+    const restarting = Object.assign(new LocalTransport(), {
+      remove: async () => {
+        if (++attempts <= 2) throw new BackendUnavailableError({ operation: 'teardown', backend: 'local', message: 'the engine is unreachable (ENOENT)' });
+      },
+    });
+    const env = environment(restarting);
+    await env.start();
+    await env.teardown();
+    expect(attempts).toBe(3);
+    expect(env.phase).toBe('stopped');
   });
 
   it('a teardown that failed can be retried', async () => {

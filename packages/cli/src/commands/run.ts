@@ -1,5 +1,5 @@
 import { basename, resolve } from 'node:path';
-import { EventEmitter, type RunEvents } from '@berth/core';
+import { EventEmitter, SESSION_ID, type Backend, type RunEvents } from '@berth/core';
 import { loadHarborTasks, runHarborJob } from '@berth/harbor';
 import { agentFromOption } from '../agent-command.js';
 import { loadBackend } from '../backends.js';
@@ -51,6 +51,20 @@ function stopOnSignals(controller: AbortController, notice: (text: string) => vo
   };
 }
 
+/**
+ * What this process made and could not remove (a teardown while the engine was down for longer
+ * than teardown retries): one process runs one job, so its whole session can go now.
+ */
+async function removeLeftovers(backend: Backend, say: (text: string) => void): Promise<void> {
+  try {
+    const swept = await backend.sweep({ session: SESSION_ID, olderThanMs: 0 });
+    if (swept.removed.length > 0) say(`removed ${swept.removed.length} sandbox(es) of this run whose teardown had failed`);
+    for (const f of swept.failed) say(`could not remove ${f.id}: ${f.message} (run \`berth sweep\` later)`);
+  } catch (error) {
+    say(`could not check for sandboxes left behind: ${(error as Error).message} (run \`berth sweep\` later)`);
+  }
+}
+
 export async function runCommand(tasksPath: string, opts: RunOptions): Promise<number> {
   const maxAttempts = positiveInt(opts.attempts, '--attempts');
   const concurrency = positiveInt(opts.concurrency, '--concurrency');
@@ -79,6 +93,7 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
     release();
     display.stop();
   }
+  await removeLeftovers(backend, say);
   const { report } = result;
   if (opts.json) {
     process.stdout.write(`${JSON.stringify({ jobDir, report, resume: result.resume ?? null }, null, 2)}\n`);

@@ -28,6 +28,8 @@ export class LiveDisplay implements RunDisplay {
   #failures: RecentFailure[] = [];
   #notice = '';
   #running = 0;
+  #pausedUntil = 0;
+  #pauseReason = '';
   #drawn = 0;
 
   constructor(out: Writable & { columns?: number }, total: number) {
@@ -51,6 +53,11 @@ export class LiveDisplay implements RunDisplay {
   retry(e: { taskId: string; attempt: number; delayMs: number; failure: AttemptFailure }): void {
     this.#retries++;
     this.#remember({ taskId: e.taskId, attempt: e.attempt - 1, text: describeFailure(e.failure), retried: true });
+  }
+
+  paused(e: { pauseMs: number; failure: AttemptFailure }): void {
+    this.#pausedUntil = performance.now() + e.pauseMs;
+    this.#pauseReason = describeFailure(e.failure);
   }
 
   running(delta: number): void {
@@ -91,6 +98,8 @@ export class LiveDisplay implements RunDisplay {
       lines.push('last failures:');
       for (const f of this.#failures) lines.push(clip(`  ${f.taskId} #${f.attempt}${f.retried ? ' (retrying)' : ''}  ${f.text}`, width));
     }
+    const pause = this.#pausedUntil - performance.now();
+    if (pause > 0) lines.push(clip(`backend unreachable: new attempts wait ${formatDuration(pause)} (${this.#pauseReason})`, width));
     if (this.#notice) lines.push(clip(this.#notice, width));
     return lines;
   }

@@ -28,6 +28,10 @@ export class PlainDisplay implements RunDisplay {
 
   running(_delta: number): void {}
 
+  paused(e: { pauseMs: number; failure: AttemptFailure }): void {
+    this.#out.write(`backend unreachable: new attempts paused for ${formatDuration(e.pauseMs)} (${describeFailure(e.failure)})\n`);
+  }
+
   notice(text: string): void {
     this.#out.write(`${text}\n`);
   }

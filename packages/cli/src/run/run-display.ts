@@ -8,6 +8,8 @@ export interface RunDisplay {
   progress(progress: RunProgress): void;
   settled(record: TaskRecord): void;
   retry(e: { taskId: string; attempt: number; delayMs: number; failure: AttemptFailure }): void;
+  /** The backend was found unreachable: new attempts wait `pauseMs`. */
+  paused(e: { pauseMs: number; failure: AttemptFailure }): void;
   /** +1 when an attempt starts, -1 when it ends: what is running now. */
   running(delta: number): void;
   /** A message from the CLI itself (e.g. "stopping"). */
@@ -25,6 +27,7 @@ export function attachDisplay(events: EventEmitter<RunEvents>, display: RunDispl
   events.on('task:settled', (r) => display.settled(r));
   events.on('retry:scheduled', (e) => display.retry(e));
   // run:progress comes when tasks settle; attempts running are counted as they start and end.
+  events.on('run:paused', (e) => display.paused(e));
   events.on('attempt:start', () => display.running(1));
   events.on('attempt:end', () => display.running(-1));
 }

@@ -26,6 +26,7 @@ import {
 import { sandboxLabels } from '../labels.js';
 import { DEFAULT_BUILD_TIMEOUT_MS } from '../build-spec.js';
 import { DEFAULT_STARTUP_MS, isBuiltImage, type EnvironmentSpec } from '../spec.js';
+import { retryIdempotent } from './api-retry.js';
 import { refuseExecTty } from './capabilities.js';
 import type { CreationLimiter } from './creation-limiter.js';
 import { execArgv, runProcess } from './run-process.js';
@@ -62,6 +63,9 @@ const LOSS_SETTLE_MS = 1000;
  * semantics, transfers, and the classification of every failure. Backends construct it in
  * `environment(spec)`; see the "Writing a backend" section of @berth/core's README.
  */
+/** Removal while the backend is unreachable: tries for about 25 s (an engine restart), then gives up to a later teardown() or sweep. */
+const TEARDOWN_RETRY = { attempts: 7, initialMs: 500, maxMs: 8_000 };
+
 export class SandboxEnvironment implements Environment {
   readonly id: string;
   readonly backend: string;
@@ -193,17 +197,18 @@ export class SandboxEnvironment implements Environment {
     if (pending) void done.then(() => this.#transport.remove().catch(() => undefined));
   }
 
-  async teardown(_opts: { signal?: AbortSignal } = {}): Promise<void> {
+  async teardown(opts: { signal?: AbortSignal } = {}): Promise<void> {
     this.#closed = true;
     this.#teardown ??= (async () => {
       // Let an in-flight start finish (or fail) first, so its sandbox is not left behind.
       if (this.#starting) await this.#starting.catch(() => undefined);
       this.#setPhase('stopping');
-      try {
-        await this.#transport.remove();
-      } catch (error) {
-        throw BerthError.isInstance(error) ? error : (this.#transport.mapError(error, 'teardown') ?? error);
-      }
+      const remove = () =>
+        this.#transport.remove().catch((error: unknown) => {
+          throw BerthError.isInstance(error) ? error : (this.#transport.mapError(error, 'teardown') ?? error);
+        });
+      // An engine restarting or an API briefly down would otherwise leave the sandbox behind.
+      await retryIdempotent(remove, (e) => (BackendUnavailableError.isInstance(e) ? {} : undefined), { policy: TEARDOWN_RETRY, ...(opts.signal ? { signal: opts.signal } : {}) });
       this.#setPhase('stopped');
     })();
     try {

@@ -36,6 +36,12 @@ export async function runTrials<T, O extends JsonValue>(
   const maxAttempts = positiveInt(options.maxAttempts, 'maxAttempts', DEFAULTS.maxAttempts);
   const concurrency = positiveInt(options.concurrency, 'concurrency', DEFAULTS.concurrency);
   const scoreField = options.scoreField ?? 'reward';
+  for (const key of ['initialMs', 'maxMs'] as const) {
+    const value = options.outagePause ? options.outagePause[key] : undefined;
+    if (value !== undefined && !(value >= 0)) {
+      throw new ConfigError({ operation: 'config', path: `outagePause.${key}`, message: `outagePause.${key} must be a number of milliseconds >= 0, got ${value}` });
+    }
+  }
   if (options.deadlineMs !== undefined && !(options.deadlineMs > 0)) {
     throw new ConfigError({ operation: 'config', path: 'deadlineMs', message: `deadlineMs must be a positive number, got ${options.deadlineMs}` });
   }
@@ -58,7 +64,7 @@ export async function runTrials<T, O extends JsonValue>(
     priorDurationMs = opened.state.priorDurationMs;
   }
 
-  const run = new TrialRun(states, trial, { clock, events, concurrency, policy, deadlineMs: options.deadlineMs, signal: options.signal, journal });
+  const run = new TrialRun(states, trial, { clock, events, concurrency, policy, deadlineMs: options.deadlineMs, signal: options.signal, journal, outagePause: options.outagePause });
   const records = await run.run();
   const report = buildRunReport(records, { scoreField, validity: options.validity ?? {}, durationMs: priorDurationMs + clock.now() - startedAt });
   events.emit('run:end', report);

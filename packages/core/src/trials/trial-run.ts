@@ -3,8 +3,9 @@ import type { EventEmitter } from 'eventemitter3';
 import { attemptFailure } from './attempt-failure.js';
 import { nextStep, startStep, taskRecord, taskStatus, usable, type RetryPolicy } from './decision.js';
 import type { RunJournal } from './journal.js';
+import { OutageGate } from './outage-gate.js';
 import type { StopReason, TaskState } from './task-state.js';
-import type { AttemptRecord, Clock, JsonValue, RunEvents, RunProgress, TaskRecord, TrialFunction } from './types.js';
+import type { AttemptRecord, Clock, JsonValue, OutagePauseOptions, RunEvents, RunProgress, TaskRecord, TrialFunction } from './types.js';
 
 /** How long stopped attempts get to settle before the run gives up waiting on them. */
 const STOP_GRACE_MS = 30_000;
@@ -18,6 +19,7 @@ export interface TrialRunConfig {
   signal?: AbortSignal | undefined;
   /** Already opened, and the tasks' states resumed from it; the run closes it. */
   journal?: RunJournal | undefined;
+  outagePause?: OutagePauseOptions | false | undefined;
 }
 
 /**
@@ -36,6 +38,9 @@ export class TrialRun<T, O extends JsonValue> {
   readonly #deadlineMs: number | undefined;
   readonly #callerSignal: AbortSignal | undefined;
   readonly #journal: RunJournal | undefined;
+  readonly #gate: OutageGate;
+  /** A wake-up is set for when the outage gate reopens. */
+  #gateTimer = false;
 
   // ---------------------------------------------------------------- the dispatcher
   /** Tasks waiting for a slot. */
@@ -75,6 +80,7 @@ export class TrialRun<T, O extends JsonValue> {
     this.#deadlineMs = config.deadlineMs;
     this.#callerSignal = config.signal;
     this.#journal = config.journal;
+    this.#gate = new OutageGate(config.outagePause);
     this.#changed = new Promise<void>((r) => (this.#wake = r));
     // One listener per attempt in flight: as many as `concurrency`, which is not a leak.
     setMaxListeners(0, this.#stopper.signal);
@@ -132,7 +138,22 @@ export class TrialRun<T, O extends JsonValue> {
   }
 
   #startReady(): void {
-    while (!this.#stopReason && this.#running < this.#concurrency && this.#ready.length > 0) this.#start(this.#ready.shift()!);
+    while (!this.#stopReason && this.#running < this.#concurrency && this.#ready.length > 0) {
+      const wait = this.#gate.waitMs(this.#clock.now());
+      if (wait > 0) return this.#wakeAfter(wait);
+      this.#start(this.#ready.shift()!);
+    }
+  }
+
+  /** Look at the ready queue again once the outage gate reopens (or the run stops). */
+  #wakeAfter(ms: number): void {
+    if (this.#gateTimer) return;
+    this.#gateTimer = true;
+    const wake = () => {
+      this.#gateTimer = false;
+      this.#notify();
+    };
+    this.#clock.sleep(ms, this.#stopper.signal).then(wake, wake);
   }
 
   #start(s: TaskState<T, O>): void {
@@ -213,6 +234,8 @@ export class TrialRun<T, O extends JsonValue> {
     if (!record.failure?.stoppedBy) s.counted++;
     this.#journal?.settled(record);
     this.#events.emit('attempt:end', record as AttemptRecord);
+    const pauseMs = this.#gate.observe(record as AttemptRecord, this.#clock.now());
+    if (pauseMs !== undefined) this.#events.emit('run:paused', { pauseMs, failure: record.failure!, taskId: s.id });
   }
 
   /** After an attempt: settle the task, or put it to sleep until its retry. */

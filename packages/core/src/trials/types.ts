@@ -123,7 +123,17 @@ export interface RunEvents {
   'retry:scheduled': (e: { taskId: string; attempt: number; delayMs: number; failure: AttemptFailure }) => void;
   'task:settled': (record: TaskRecord) => void;
   'run:progress': (progress: RunProgress) => void;
+  /** An attempt found the backend unreachable: new attempts wait `pauseMs` (running ones go on). */
+  'run:paused': (e: { pauseMs: number; failure: AttemptFailure; taskId: string }) => void;
   'run:end': (report: RunReport) => void;
+}
+
+/** The pause of new attempts while the backend is unreachable (see RunTrialsOptions.outagePause). */
+export interface OutagePauseOptions {
+  /** The first pause. Default 1000 ms. */
+  initialMs?: number;
+  /** The longest; the pause doubles while the outage lasts. Default 30,000 ms. */
+  maxMs?: number;
 }
 
 export interface BackoffOptions {
@@ -154,6 +164,12 @@ export interface RunTrialsOptions<T> {
   /** Overall budget from the start of the run; then running attempts are stopped and no new ones start. */
   deadlineMs?: number;
   backoff?: BackoffOptions;
+  /**
+   * When an attempt fails because the backend is unreachable (BackendUnavailableError), hold every
+   * new attempt for a pause that doubles while it lasts, so an engine restart or an API outage does
+   * not burn every task's attempts in seconds. Default on ({ initialMs: 1000, maxMs: 30000 }); false turns it off.
+   */
+  outagePause?: OutagePauseOptions | false;
   /** Should this failed attempt be retried? Default: its category is retryable (transient_infra). */
   retryOn?: (failure: ClassifiedFailure & { attempt: number; taskId: string }) => boolean;
   /** Append-only JSONL journal: resuming with the same path reuses every settled attempt. */
