@@ -173,6 +173,12 @@ export interface SweepOptions {
   session?: string;
   /** Remove nothing: report what would be removed, in `wouldRemove`. */
   dryRun?: boolean;
+  /**
+   * Only what this very process created (its pid and host in the owner labels), although it is
+   * alive: for a process cleaning up after itself as it ends (`berth run` does, for sandboxes whose
+   * teardown failed). Safe when BERTH_SESSION is shared by several processes.
+   */
+  ownedByThisProcess?: boolean;
 }
 
 export interface SweepReport {

@@ -145,6 +145,14 @@ describe('a sweep: the rule, removals, and dry runs', () => {
     expect(sweep.report).toEqual({ backend: 'toy', removed: ['box-1'], failed: [{ id: 'id-3', message: 'failed: 503' }] });
   });
 
+  it('ownedByThisProcess: only what this live process made, nothing of another process, dead or alive', () => {
+    const sweep = new Sweep('toy', { ownedByThisProcess: true });
+    expect(sweep.isOrphan(labels(process.pid))).toBe(true);
+    expect(sweep.isOrphan(labels(dead()))).toBe(false);
+    expect(sweep.isOrphan(labels(process.ppid))).toBe(false);
+    expect(sweep.isOrphan({ ...labels(process.pid), [LABEL_OWNER_HOST]: 'other-host' })).toBe(false);
+  });
+
   it('a dry run removes nothing and lists what it would have removed', async () => {
     const sweep = new Sweep('toy', { dryRun: true });
     let calls = 0;

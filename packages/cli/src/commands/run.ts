@@ -1,5 +1,5 @@
 import { basename, resolve } from 'node:path';
-import { EventEmitter, SESSION_ID, type Backend, type RunEvents } from '@berth/core';
+import { EventEmitter, type Backend, type RunEvents } from '@berth/core';
 import { loadHarborTasks, runHarborJob } from '@berth/harbor';
 import { agentFromOption } from '../agent-command.js';
 import { loadBackend } from '../backends.js';
@@ -53,11 +53,11 @@ function stopOnSignals(controller: AbortController, notice: (text: string) => vo
 
 /**
  * What this process made and could not remove (a teardown while the engine was down for longer
- * than teardown retries): one process runs one job, so its whole session can go now.
+ * than teardown retries): one process runs one job, so everything it still owns can go now.
  */
 async function removeLeftovers(backend: Backend, say: (text: string) => void): Promise<void> {
   try {
-    const swept = await backend.sweep({ session: SESSION_ID, olderThanMs: 0 });
+    const swept = await backend.sweep({ ownedByThisProcess: true });
     if (swept.removed.length > 0) say(`removed ${swept.removed.length} sandbox(es) of this run whose teardown had failed`);
     for (const f of swept.failed) say(`could not remove ${f.id}: ${f.message} (run \`berth sweep\` later)`);
   } catch (error) {

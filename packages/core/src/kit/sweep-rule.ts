@@ -56,15 +56,18 @@ export class Sweep {
   readonly report: SweepReport;
   readonly #olderThanMs: number | undefined;
   readonly #dryRun: boolean;
+  readonly #mine: boolean;
 
   constructor(backend: string, opts: SweepOptions = {}) {
     this.#olderThanMs = opts.olderThanMs;
+    this.#mine = opts.ownedByThisProcess === true;
     this.#dryRun = opts.dryRun === true;
     this.report = { backend, removed: [], failed: [], ...(this.#dryRun ? { dryRun: true, wouldRemove: [] } : {}) };
   }
 
   /** The sweep rule (isOrphan); `createdAtMs` is the backend's own record, used if the label is missing. */
   isOrphan(labels: Readonly<Record<string, string | undefined>>, createdAtMs?: number): boolean {
+    if (this.#mine) return labels[LABEL_OWNER_PID] === String(process.pid) && labels[LABEL_OWNER_HOST] === hostname();
     return isOrphan(labels, {
       ...(this.#olderThanMs !== undefined ? { olderThanMs: this.#olderThanMs } : {}),
       ...(createdAtMs ? { createdAtMs } : {}),
