@@ -36,7 +36,7 @@ await run('docker', ['rmi', ...privateRefs]);
 
 const monkey = new Monkey('chaos-');
 const started = Date.now();
-const child = spawn(process.execPath, [BIN, 'run', tasksDir, '--job-dir', jobDir, '--concurrency', CONCURRENCY, '--attempts', '8'], {
+const child = spawn(process.execPath, [BIN, 'run', tasksDir, '--job-dir', jobDir, '--concurrency', CONCURRENCY, '--attempts', process.env.CHAOS_ATTEMPTS ?? '3'], {
   env: { ...process.env, DOCKER_CONFIG: dockerConfig },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
