@@ -16,6 +16,8 @@ export interface BinOptions {
   env?: Record<string, string | undefined>;
   input?: string;
   timeoutMs?: number;
+  /** Another copy of the CLI to run (an install elsewhere). */
+  bin?: string;
 }
 
 /** Run `berth <args>` as a user would (a child process, no TTY) and collect what it printed. */
@@ -24,7 +26,7 @@ export function berth(args: readonly string[], opts: BinOptions = {}): Promise<B
 }
 
 export function spawnBerth(args: readonly string[], opts: BinOptions = {}): ChildProcess {
-  return spawn(process.execPath, [BIN, ...args], {
+  return spawn(process.execPath, [opts.bin ?? BIN, ...args], {
     cwd: opts.cwd ?? process.cwd(),
     env: { ...process.env, NO_COLOR: '1', ...opts.env },
     stdio: ['pipe', 'pipe', 'pipe'],
