@@ -1,0 +1,93 @@
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HarborJobReport } from '@berth/harbor';
+import { adminApi, BERTH_KUBECONFIG, NAMESPACE } from '../../backend-k8s/test/support/cluster.js';
+import { ModalSimulator } from '../../backend-modal/test/sim/index.js';
+import { berth } from './support/berth-bin.js';
+import { writeDataset } from './support/dataset.js';
+import { containersLabelled } from './support/docker-state.js';
+
+// `--backend k8s` and `--backend modal`: the same CLI, the backend loaded by package name and
+// configured the way its package documents (KUBECONFIG; Modal's token variables), against the
+// test cluster and the Modal simulator.
+let root: string;
+let dockerConfig: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'berth-cli-backends-'));
+  dockerConfig = join(root, 'docker-config');
+  await mkdir(dockerConfig);
+  const auth = Buffer.from('berth:berth-test-secret').toString('base64');
+  await writeFile(join(dockerConfig, 'config.json'), JSON.stringify({ auths: { '127.0.0.1:5000': { auth } } }));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+async function report(jobDir: string): Promise<HarborJobReport> {
+  return JSON.parse(await readFile(join(jobDir, 'report.json'), 'utf8')) as HarborJobReport;
+}
+
+describe('berth run on other backends', () => {
+  it('k8s: a private image pulled with the Docker config credentials, one pod per attempt, none left', async () => {
+    const tasks = await writeDataset(join(root, 'k8s'), [
+      { id: 'k8s-pass', kind: 'pass', image: '127.0.0.1:5000/berth/private-busybox:k8s' },
+      { id: 'k8s-fail', kind: 'fail', image: '127.0.0.1:5000/berth/private-busybox:k8s' },
+    ]);
+    // The k8s backend does not claim network "none" (egress is the cluster's policy): these tasks use harbor's default.
+    for (const id of ['k8s-pass', 'k8s-fail']) {
+      const toml = join(tasks, id, 'task.toml');
+      await writeFile(toml, (await readFile(toml, 'utf8')).replace('network_mode = "no-network"\n', ''));
+    }
+    const env = { KUBECONFIG: BERTH_KUBECONFIG, DOCKER_CONFIG: dockerConfig };
+    const preflight = await berth(['preflight', tasks, '--backend', 'k8s'], { env });
+    expect(preflight.code, preflight.stdout + preflight.stderr).toBe(0);
+    expect(preflight.stdout).toMatch(/OK +rbac: /);
+
+    const jobDir = join(root, 'k8s-job');
+    const result = await berth(['run', tasks, '--backend', 'k8s', '--job-dir', jobDir], { env, timeoutMs: 240_000 });
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    const job = await report(jobDir);
+    expect(job.backend).toBe('k8s');
+    expect(job.tasks.map((t) => [t.taskId, t.status, t.reward])).toEqual([
+      ['k8s-fail', 'rewarded', 0],
+      ['k8s-pass', 'rewarded', 1],
+    ]);
+    const pods = await adminApi().listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'berth.task in (k8s-pass,k8s-fail)' });
+    expect(pods.items.map((p) => p.metadata?.name)).toEqual([]);
+  }, 300_000);
+
+  it('modal: through the simulator, configured by MODAL_SERVER_URL / MODAL_TOKEN_ID / MODAL_TOKEN_SECRET', async () => {
+    const sim = await ModalSimulator.start();
+    try {
+      const caFile = join(root, 'modal-ca.pem');
+      await writeFile(caFile, sim.ca);
+      const tasks = await writeDataset(join(root, 'modal'), [
+        { id: 'modal-pass', kind: 'pass' },
+        { id: 'modal-no-reward', kind: 'no-reward' },
+      ]);
+      const env = {
+        MODAL_SERVER_URL: sim.url,
+        MODAL_TOKEN_ID: sim.tokenId,
+        MODAL_TOKEN_SECRET: sim.tokenSecret,
+        // The simulator's TLS is signed by a CA made for the test; Node trusts it through this.
+        NODE_EXTRA_CA_CERTS: caFile,
+        HOME: root,
+      };
+      const jobDir = join(root, 'modal-job');
+      const result = await berth(['run', tasks, '--backend', 'modal', '--job-dir', jobDir], { env, timeoutMs: 240_000 });
+      expect(result.code, result.stdout + result.stderr).toBe(0);
+      expect(result.stdout + result.stderr).not.toContain(sim.tokenSecret);
+      const job = await report(jobDir);
+      expect(job.backend).toBe('modal');
+      expect(job.tasks.map((t) => [t.taskId, t.status, t.failureType ?? t.reward])).toEqual([
+        ['modal-no-reward', 'task_failed', 'RewardFileMissing'],
+        ['modal-pass', 'rewarded', 1],
+      ]);
+      expect(await containersLabelled('berth.modal-sim', 'modal.tag.berth.task=modal-pass')).toEqual([]);
+    } finally {
+      await sim.close();
+    }
+  }, 300_000);
+});
