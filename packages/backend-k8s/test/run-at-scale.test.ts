@@ -72,7 +72,10 @@ describe('k8s at scale', () => {
     expect(report.score?.mean).toBe(1);
     // The evictions were real and were seen as lost sandboxes, retried, never as task failures.
     expect(evicted.size).toBeGreaterThanOrEqual(10);
-    expect(report.byType.SandboxLostError ?? 0).toBeGreaterThanOrEqual(5);
+    // Lost sandboxes, directly or as the cause of a transfer cut short (TransferError, transient
+    // through its SandboxLostError cause): which one depends on when the eviction lands.
+    expect((report.byType.SandboxLostError ?? 0) + (report.byType.TransferError ?? 0), JSON.stringify(report.byType)).toBeGreaterThanOrEqual(5);
+    expect(Object.keys(report.byCategory)).toEqual(['transient_infra']);
     expect(report.taskFailures).toBe(0);
     expect(result.tasks.filter((t) => t.attempts.length > 1).length).toBeGreaterThanOrEqual(5);
     console.log(`[k8s at scale] ${TASKS} tasks, ${report.attempts} attempts, ${evicted.size} evictions, failures by type ${JSON.stringify(report.byType)}, ${Math.round(report.durationMs / 1000)} s`);

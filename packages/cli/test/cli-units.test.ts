@@ -13,9 +13,10 @@ describe('durations', () => {
     expect(parseDuration('45', '--x')).toBe(45_000);
     expect(() => parseDuration('2 hours', '--older-than')).toThrow(/--older-than: "2 hours" is not a duration; write it like 90s, 30m, 2h or 1h30m/);
     expect(() => parseDuration('0s', '--x')).toThrow(/more than zero/);
-    expect(formatDuration(4200)).toBe('4.2s');
-    expect(formatDuration(65_000)).toBe('1m05s');
-    expect(formatDuration(3_723_000)).toBe('1h02m');
+    expect(formatDuration(850)).toBe('850 ms');
+    expect(formatDuration(4200)).toBe('4.2 s');
+    expect(formatDuration(65_000)).toBe('1 min 05 s');
+    expect(formatDuration(3_723_000)).toBe('1 h 02 min');
   });
 });
 

@@ -11,18 +11,6 @@ export function formatReward(value: number): string {
   return Number.isInteger(value) ? String(value) : value.toFixed(3);
 }
 
-/** A duration for a person: 850 ms, 4.2 s, 3 min 05 s, 1 h 02 min. */
-export function formatDuration(ms: number): string {
-  if (!Number.isFinite(ms) || ms < 0) return '?';
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  const seconds = ms / 1000;
-  if (seconds < 60) return `${seconds < 10 ? seconds.toFixed(1) : Math.round(seconds)} s`;
-  const totalSeconds = Math.round(seconds);
-  const minutes = Math.floor(totalSeconds / 60);
-  if (minutes < 60) return `${minutes} min ${String(totalSeconds % 60).padStart(2, '0')} s`;
-  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
-}
-
 /** An ISO timestamp as 'YYYY-MM-DD HH:MM:SS UTC' (UTC, so a report reads the same everywhere). */
 export function formatTimestamp(iso: string): string {
   const ms = Date.parse(iso);

@@ -1,6 +1,7 @@
 import type { HarborTaskSummary } from '@berth/harbor';
 import type { JobData } from '../job/job-data.js';
-import { formatDuration, formatReward, humanize } from './format.js';
+import { formatDuration } from '../duration.js';
+import { formatReward, humanize } from './format.js';
 import { attrs, escapeHtml, metric } from './html-escape.js';
 import { OUTCOME_STYLES, outcomeLabel, taskOutcome } from './outcome.js';
 import { layoutTimeline, type PlacedAttempt, type TimelineLayout } from './timeline-layout.js';

@@ -1,6 +1,7 @@
 import type { JobData, TaskView } from '../job/job-data.js';
 import { paint, type Paint } from './ansi.js';
-import { formatDuration, formatRatio, formatReward, formatTimestamp, humanize, printable } from './format.js';
+import { formatDuration } from '../duration.js';
+import { formatRatio, formatReward, formatTimestamp, humanize, printable } from './format.js';
 import { alignRows, type TextRow } from './text-table.js';
 
 export interface SummaryOptions {
