@@ -1,11 +1,13 @@
 #!/usr/bin/env node
-import { BerthError, CapabilityError, ConfigError, redactSecrets } from '@berth/core';
+import { BerthError, CancelledError, CapabilityError, ConfigError, redactSecrets } from '@berth/core';
 import { CommanderError } from 'commander';
 import { buildProgram } from './program.js';
 import { UsageError } from './usage-error.js';
 
-/** Exit status: 0 fine, 1 the work failed (an invalid run, a failed check), 2 how berth was called or configured. */
+/** Exit status: 0 fine, 1 the work failed (an invalid run, a failed check), 2 how berth was called or configured, 130 interrupted. */
 function exitCodeFor(error: unknown): number {
+  // Stopped by Ctrl-C or SIGTERM (berth exec, berth shell), as a shell reports an interrupted command.
+  if (CancelledError.isInstance(error)) return 130;
   if (error instanceof UsageError || ConfigError.isInstance(error) || CapabilityError.isInstance(error)) return 2;
   return 1;
 }

@@ -38,6 +38,14 @@ describe('berth shell and berth exec', () => {
     expect(await containersLabelled('berth.task=shelled')).toEqual([]);
   }, 120_000);
 
+  it('shell with piped input (no terminal): runs the lines, and the end of the input ends the shell', async () => {
+    const result = await berth(['shell', taskDir], { input: 'echo piped-$((2+3))\nstty size\n' });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('piped-5');
+    expect(result.stdout).toContain('24 80');
+    expect(await containersLabelled('berth.task=shelled')).toEqual([]);
+  }, 120_000);
+
   it("exec: runs one command in the task's sandbox and exits with its status", async () => {
     const result = await berth(['exec', taskDir, '--', 'sh /solution/solve.sh && cat /app/answer.txt && ls /tests; exit 4']);
     expect(result.code, result.stderr).toBe(4);

@@ -48,12 +48,22 @@ function taskExecOptions(task: HarborTask, signal: AbortSignal): ExecOptions {
   return { ...(task.workdir ? { cwd: task.workdir } : {}), ...(task.users.agent !== undefined ? { user: task.users.agent } : {}), signal };
 }
 
+/**
+ * Input piped into `berth shell` (a script, not a person): a terminal has no end of input, and a
+ * ^D typed ahead is lost when the shell's line editor takes the terminal over, so when the pipe
+ * ends, `exit` is typed for it (with the status of the last command, as at the end of a script).
+ */
+async function* typedThenExit(input: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  for await (const chunk of input) yield chunk;
+  yield Buffer.from('\nexit\n');
+}
+
 export async function shellCommand(taskDir: string, opts: SandboxOptions): Promise<number> {
   return withTaskSandbox(taskDir, opts, true, async (env, task, signal) => {
-    const stdin = process.stdin;
-    const raw = stdin.isTTY === true;
+    const raw = process.stdin.isTTY === true;
+    const stdin = raw ? process.stdin : typedThenExit(process.stdin);
     // Keys go to the sandbox as typed (Ctrl-C included: it interrupts the remote command, not berth).
-    if (raw) stdin.setRawMode(true);
+    if (raw) process.stdin.setRawMode(true);
     try {
       const result = await env.exec(['/bin/sh', '-c', 'if command -v bash >/dev/null 2>&1; then exec bash -i; else exec sh -i; fi'], {
         ...taskExecOptions(task, signal),
@@ -64,7 +74,7 @@ export async function shellCommand(taskDir: string, opts: SandboxOptions): Promi
       });
       return result.exitCode;
     } finally {
-      if (raw) stdin.setRawMode(false);
+      if (raw) process.stdin.setRawMode(false);
     }
   });
 }
