@@ -167,6 +167,17 @@ describe('kit transfers over exec', () => {
     expect(await whole.env.downloadDir(src, join(await tempDir(), 'back'))).toMatchObject({ files: 40 });
   });
 
+  it('a missing remote path is not_found even when the exit status comes after the (empty) output, by a separate call', async () => {
+    // Before: the empty archive failed extraction first, the kit abandoned the process, and the
+    // status that says "not found" was lost: an 'interrupted' transient error (Modal, under load).
+    const { env } = await started({ exitReportDelayMs: 300 });
+    const missing = join(await tempDir(), 'no-such', 'file.txt');
+    const file = await env.downloadFile(missing, join(await tempDir(), 'f')).catch((e: unknown) => e);
+    expect(file).toMatchObject({ reason: 'not_found', category: 'task_failure' });
+    const dir = await env.downloadDir(missing, join(await tempDir(), 'd')).catch((e: unknown) => e);
+    expect(dir).toMatchObject({ reason: 'not_found', category: 'task_failure' });
+  });
+
   it('an image without tar is a ConfigError that says so', async () => {
     const bin = await tempDir();
     for (const tool of ['sh', 'cat', 'tee', 'wc']) {

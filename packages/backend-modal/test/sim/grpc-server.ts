@@ -1,7 +1,7 @@
 // gRPC over node:http2 with TLS, as Modal serves it: length-prefixed messages, status in trailers,
 // errors before any message as trailers-only answers, and grpc-timeout honoured. Handlers get a
 // decoded request and an AbortSignal that fires when the client goes away.
-import { once } from 'node:events';
+import { once, setMaxListeners } from 'node:events';
 import { constants, createSecureServer, type Http2SecureServer, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Msg, SimCodec } from './codec.js';
@@ -97,7 +97,12 @@ export class GrpcServer {
   readonly #server: Http2SecureServer;
   readonly #sessions = new Set<Http2Session>();
   readonly #streams = new Set<ServerHttp2Stream>();
-  readonly #closing = new AbortController();
+  /** One listener per stream in flight (removed as each ends): many at once is load, not a leak. */
+  readonly #closing = (() => {
+    const controller = new AbortController();
+    setMaxListeners(0, controller.signal);
+    return controller;
+  })();
 
   private constructor(
     server: Http2SecureServer,

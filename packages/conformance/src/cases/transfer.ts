@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve, dirname, sep } from 'node:path';
-import { ConfigError, TransferError, type Environment } from '@berth/core';
+import { ConfigError, TransferError, serializeError, type Environment } from '@berth/core';
 import { describe, expect } from 'vitest';
 import { describeError, uniqueName, type Harness } from '../harness.js';
 import { digestFile, exists, makeSymlink, snapshotTree, writeFileWithMode, writeRandomFile, type DigestAlgorithm } from '../local.js';
@@ -207,11 +207,12 @@ export function transferCases(h: Harness): void {
         const missing = `/tmp/${uniqueName('no-such')}/file.txt`;
         const file = await h.expectBerthError(env().downloadFile(missing, join(dir, 'f')), TransferError);
         expect(file.message).toContain(missing);
-        expect(file.reason).toBe('not_found');
+        // The whole chain in the assertion's message: a wrong reason must say what happened.
+        expect(file.reason, JSON.stringify(serializeError(file))).toBe('not_found');
         expect(await exists(join(dir, 'f'))).toBe(false);
         const tree = await h.expectBerthError(env().downloadDir(missing, join(dir, 'd')), TransferError);
         expect(tree.message).toContain(missing);
-        expect(tree.reason).toBe('not_found');
+        expect(tree.reason, JSON.stringify(serializeError(tree))).toBe('not_found');
       },
     });
 

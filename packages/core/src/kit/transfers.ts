@@ -117,8 +117,13 @@ export class Transfers {
     }
     const remote = await downloadOverExec(this.#transport, paths.remotePath);
     const extracting = extract(addAbortSignal(signal, remote.stream));
-    // The reader gave up (an unsafe entry, a local error, an abort): stop tar in the sandbox.
-    extracting.catch(() => remote.abandon());
+    // The reader gave up (an unsafe entry, a local error, an abort): stop tar in the sandbox. Not
+    // when the archive had already ended (a missing path sends none): tar is done, and dropping
+    // the connection could lose the exit status that says "not found" (seen on the Modal
+    // simulator under load: the status comes by a separate call, after the output).
+    extracting.catch(() => {
+      if (!remote.stream.readableEnded) remote.abandon();
+    });
     const [extracted, tar] = await Promise.allSettled([extracting, remote.done]);
     if (extracted.status === 'fulfilled' && tar.status === 'fulfilled') return extracted.value;
     // A missing path leaves an empty archive: say what is missing.

@@ -2,6 +2,7 @@
 // kit's exec semantics and tar-over-exec transfers can be tested without any engine. Only used with
 // paths under a temporary directory. `faults` lets a test cut a transfer short, as a flaky
 // connection would.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { PassThrough, Transform, type Writable } from 'node:stream';
 import type { ProcessRequest, SandboxProcess, SandboxStatus, SandboxTransport } from '../../src/kit/transport.js';
@@ -14,6 +15,11 @@ export interface LocalFaults {
    * as it did: a transport that closed after the exit status without the rest of the output.
    */
   stdoutLimit?: number;
+  /**
+   * The exit status arrives this long after the process ended, as by a separate call (Modal's
+   * exec wait); abandoning the process before then loses it (code null).
+   */
+  exitReportDelayMs?: number;
   /** PATH for spawned processes (e.g. one without tar). */
   path?: string;
   running?: boolean;
@@ -41,10 +47,14 @@ export class LocalTransport implements SandboxTransport {
       env: { PATH: this.faults.path ?? process.env.PATH ?? '/usr/bin:/bin', ...request.env },
       stdio: [request.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });
-    const exit = new Promise<{ code: number | null; signal?: string }>((resolve, reject) => {
+    const ended = new Promise<{ code: number | null; signal?: string }>((resolve, reject) => {
       child.once('error', reject);
       child.once('close', (code, signal) => resolve(signal ? { code: code ?? 128 + 9, signal } : { code }));
     });
+    const delay = this.faults.exitReportDelayMs;
+    let lose: () => void = () => undefined;
+    const lost = new Promise<{ code: null }>((resolve) => (lose = () => resolve({ code: null })));
+    const exit = delay === undefined ? ended : Promise.race([ended.then(async (e) => (await sleep(delay), e)), lost]);
     let stdin: Writable | undefined = child.stdin ?? undefined;
     const limit = this.faults.stdinLimit;
     if (stdin && limit !== undefined) {
@@ -84,7 +94,10 @@ export class LocalTransport implements SandboxTransport {
       exit,
       pid: async () => (child.pid === undefined ? undefined : String(child.pid)),
       // Stop waiting: end the process berth started (by its PID, through the handle).
-      abandon: () => void child.kill('SIGKILL'),
+      abandon: () => {
+        lose();
+        child.kill('SIGKILL');
+      },
     };
   }
 
