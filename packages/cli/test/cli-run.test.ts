@@ -69,6 +69,18 @@ describe('berth run (the built binary, off a TTY)', () => {
     expect(report.tasksDir).toBe(tasks);
   });
 
+  it("--agent: a shell command as the agent (the instruction on its stdin and in $BERTH_INSTRUCTION), and 'none'", async () => {
+    const tasks = await writeDataset(join(root, 'agents'), [{ id: 'needs-42', kind: 'pass' }]);
+    const agent = 'grep -q "Write 42" && grep -q "Write 42" "$BERTH_INSTRUCTION" && mkdir -p /app && echo 42 > /app/answer.txt';
+    const solved = await berth(['run', tasks, '--agent', agent, '--job-dir', join(root, 'agent-job'), '--json']);
+    expect(solved.code, solved.stderr).toBe(0);
+    expect(JSON.parse(solved.stdout).report.score.mean).toBe(1);
+    expect((await readReport(join(root, 'agent-job'))).agent).toBe('command');
+    const idle = await berth(['run', tasks, '--agent', 'none', '--job-dir', join(root, 'none-job'), '--json']);
+    expect(idle.code, idle.stderr).toBe(0);
+    expect(JSON.parse(idle.stdout).report.score.mean).toBe(0);
+  });
+
   it('exits 2 with a message that says what to fix on usage and configuration errors', async () => {
     const cases: Array<[string[], RegExp]> = [
       [['run', join(root, 'missing-dir')], /does not exist/],
