@@ -81,6 +81,20 @@ describe('berth run (the built binary, off a TTY)', () => {
     expect(JSON.parse(idle.stdout).report.score.mean).toBe(0);
   });
 
+  it('--mirror rewrites image references before the pull; --deadline stops the run and reports the rest as not run', async () => {
+    const tasks = await writeDataset(join(root, 'mirrored'), [
+      { id: 'mirrored', kind: 'pass', image: 'registry.invalid/busybox:latest' },
+      { id: 'slow-1', kind: 'slow', sleepSec: 60, image: 'registry.invalid/busybox:latest' },
+      { id: 'slow-2', kind: 'slow', sleepSec: 60, image: 'registry.invalid/busybox:latest' },
+    ]);
+    // registry.invalid/ does not exist: only the mirror rule makes these images the local berth-test/busybox.
+    const result = await berth(['run', tasks, '--mirror', 'registry.invalid/=berth-test/', '--deadline', '8s', '--job-dir', join(root, 'mirror-job'), '--json']);
+    expect(result.code, result.stderr).toBe(1);
+    const data = JSON.parse(result.stdout) as { report: HarborJobReport['report'] };
+    expect(data.report).toMatchObject({ scored: 1, notRun: { total: 2, deadline: 2, cancelled: 0 } });
+    expect(data.report.invalidReasons.join(' ')).toMatch(/coverage 0.333 is under 0.95/);
+  }, 120_000);
+
   it('exits 2 with a message that says what to fix on usage and configuration errors', async () => {
     const cases: Array<[string[], RegExp]> = [
       [['run', join(root, 'missing-dir')], /does not exist/],
