@@ -95,25 +95,33 @@ describe('berth run, interrupted', () => {
     expect(await leftovers('killed', 8)).toEqual([]);
   }, 240_000);
 
-  it('Ctrl-C once through a real terminal: running attempts stop, their sandboxes go, the report says not_run, exit 1', async () => {
-    const tasks = await slowDataset('ctrlc', 6, 20);
+  it('Ctrl-C once through a real terminal: running attempts stop, their sandboxes go, the report says not_run, exit 1; the same command then finishes it', async () => {
+    const tasks = await slowDataset('ctrlc', 4, 8);
     const jobDir = join(root, 'ctrlc-job');
-    const args = ['run', tasks, '--job-dir', jobDir, '--concurrency', '2'];
+    const args = ['run', tasks, '--job-dir', jobDir, '--concurrency', '4'];
     const child = spawnInPty(args);
     const done = collect(child, { timeoutMs: 120_000, keepStdin: true });
-    // The live display (a TTY) shows two running.
-    await waitForOutput(child, /running 2/);
-    for (let i = 0; i < 100 && (await leftovers('ctrlc', 6)).length < 2; i++) await sleep(100);
+    // The live display (a TTY) shows four running.
+    await waitForOutput(child, /running 4/);
+    for (let i = 0; i < 100 && (await leftovers('ctrlc', 4)).length < 4; i++) await sleep(100);
     child.stdin!.write('\x03');
     const result = await done;
     expect(result.stdout).toContain('stopping');
     expect(result.stdout).toMatch(/\x1b\[\d+F/); // the live display redraws in place
     expect(result.code).toBe(1);
-    expect(result.stdout, result.stdout.slice(-1500)).toMatch(/stopped: 6 task\(s\) not run; run the same command again to resume/);
+    expect(result.stdout, result.stdout.slice(-1500)).toMatch(/stopped: 4 task\(s\) not run; run the same command again to resume/);
     const stopped = await report(jobDir);
-    expect(stopped.report.notRun).toEqual({ total: 6, deadline: 0, cancelled: 6 });
+    expect(stopped.report.notRun).toEqual({ total: 4, deadline: 0, cancelled: 4 });
     expect(stopped.tasks.every((t) => t.status === 'not_run' && t.notRunReason === 'cancelled')).toBe(true);
-    expect(await leftovers('ctrlc', 6)).toEqual([]);
+    expect(await leftovers('ctrlc', 4)).toEqual([]);
+
+    // The journal is consistent: the same command runs the stopped tasks again (attempt 2; a re-run
+    // of an attempt the run itself stopped is not a retry) and the run is valid.
+    const resumed = await berth(args);
+    expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
+    const final = await report(jobDir);
+    expect(final.report).toMatchObject({ total: 4, scored: 4, retries: 0, attempts: 8, valid: true });
+    expect(final.tasks.map((t) => t.chosenAttempt)).toEqual([2, 2, 2, 2]);
   }, 180_000);
 
   it('Ctrl-C twice exits at once (130); berth sweep then leaves nothing', async () => {
