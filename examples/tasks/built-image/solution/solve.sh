@@ -1,0 +1,3 @@
+#!/bin/sh
+set -eu
+sort -u /data/words.txt > /data/sorted.txt

@@ -1,0 +1,3 @@
+#!/bin/sh
+set -eu
+sed -i 's/\$1 + \$2/$1 * $2/' /app/calc.sh
