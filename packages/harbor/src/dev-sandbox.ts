@@ -1,6 +1,6 @@
 import type { Backend, Environment } from '@berth/core';
 import type { HostEnv } from './env-template.js';
-import { awaitHealthy, copyEnvironmentDir, prepareSandbox } from './sandbox-setup.js';
+import { setUpTaskSandbox } from './sandbox-setup.js';
 import { buildSpec, type SpecOverrides } from './spec.js';
 import type { HarborTask } from './task.js';
 
@@ -24,9 +24,7 @@ export async function startTaskSandbox(backend: Backend, task: HarborTask, optio
   const env = backend.environment(spec);
   try {
     await env.start({ signal });
-    await prepareSandbox(env, signal);
-    if (task.environmentDir) await copyEnvironmentDir(env, task, signal);
-    if (task.healthcheck) await awaitHealthy(env, task.healthcheck, signal);
+    await setUpTaskSandbox(env, task, signal);
     if (options.upload?.tests !== false) await env.uploadDir(task.testsDir, '/tests', { signal });
     if (options.upload?.solution !== false && task.solutionDir) await env.uploadDir(task.solutionDir, '/solution', { signal });
     return env;

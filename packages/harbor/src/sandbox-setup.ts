@@ -27,6 +27,20 @@ export async function copyEnvironmentDir(env: Environment, task: HarborTask, sig
   await env.uploadDir(task.environmentDir, target, { signal });
 }
 
+/** Runs one named step of the setup (a trial times each; a person's shell just runs them). */
+export type SetupStep = <T>(name: string, work: () => Promise<T>) => Promise<T>;
+
+/**
+ * What harbor does to a started sandbox before the agent: /logs made, a prebuilt task's
+ * environment/ copied into the workdir, the healthcheck awaited. One sequence for trials and for
+ * `startTaskSandbox`, so a shell sees the sandbox a trial would.
+ */
+export async function setUpTaskSandbox(env: Environment, task: HarborTask, signal: AbortSignal, step: SetupStep = (_name, work) => work()): Promise<void> {
+  await step('prepare', () => prepareSandbox(env, signal));
+  if (task.environmentDir) await step('copy environment', () => copyEnvironmentDir(env, task, signal));
+  if (task.healthcheck) await step('healthcheck', () => awaitHealthy(env, task.healthcheck!, signal));
+}
+
 /**
  * `[environment.healthcheck]` as compose runs one: every start_interval during the start period
  * (failures there do not count), then every interval, each try cut at timeout; `retries`

@@ -5,7 +5,7 @@ import { agentName, checkAgentCanRun, runAgent, type HarborAgent } from './agent
 import { collectArtifacts } from './artifacts.js';
 import type { HostEnv } from './env-template.js';
 import { attemptDir, describeFailure, writeJsonFile, type AttemptResultFile } from './result-file.js';
-import { awaitHealthy, copyEnvironmentDir, onNetwork, prepareSandbox } from './sandbox-setup.js';
+import { onNetwork, setUpTaskSandbox } from './sandbox-setup.js';
 import { startVerifierSandbox } from './separate-verifier.js';
 import { buildSpec, resolvedEnvironment, type SpecOverrides } from './spec.js';
 import { StepTimer } from './steps.js';
@@ -95,9 +95,7 @@ export function createHarborTrial(options: HarborTrialOptions): TrialFunction<Ha
       const { signal } = ctx;
       await timer.run('start', () => sandbox.start({ signal }));
       if (hooks?.afterStart) await timer.run('hook afterStart', () => hooks.afterStart!(sandbox, task, ctx));
-      await timer.run('prepare', () => prepareSandbox(sandbox, signal));
-      if (task.environmentDir) await timer.run('copy environment', () => copyEnvironmentDir(sandbox, task, signal));
-      if (task.healthcheck) await timer.run('healthcheck', () => awaitHealthy(sandbox, task.healthcheck!, signal));
+      await setUpTaskSandbox(sandbox, task, signal, (name, work) => timer.run(name, work));
 
       await onNetwork(sandbox, task, task.network.agent, () => runAgent(agent, { env: sandbox, task, ctx, timer, outDir: join(dir, 'agent'), hostEnv }));
       const verify = { task, ctx, timer, outDir: join(dir, 'verifier'), hostEnv };

@@ -62,7 +62,7 @@ async function readJson<T>(path: string): Promise<T | undefined> {
   }
 }
 
-function attemptView(jobDir: string, task: HarborTaskSummary, summary: HarborTaskSummary['attempts'][number], result: AttemptResultFile | undefined): AttemptView {
+function attemptView(task: HarborTaskSummary, summary: HarborTaskSummary['attempts'][number], result: AttemptResultFile | undefined): AttemptView {
   const dir = join(task.taskId, `attempt-${summary.attempt}`);
   const failure = result?.failure;
   return {
@@ -100,7 +100,7 @@ export async function loadJob(jobDirArg: string): Promise<JobData> {
       const attempts = await Promise.all(
         summary.attempts.map(async (a) => {
           const result = await readJson<AttemptResultFile>(join(attemptDir(jobDir, summary.taskId, a.attempt), 'result.json'));
-          return attemptView(jobDir, summary, a, result);
+          return attemptView(summary, a, result);
         }),
       );
       return { summary, attempts };
