@@ -67,7 +67,9 @@ describe('k8s at scale', () => {
     }
     const { report } = result;
     expect(report.total).toBe(TASKS);
-    expect(report.scored, JSON.stringify(report.byType)).toBe(TASKS);
+    // On a failure, say which tasks and why (each unscored task's last failure, whole).
+    const unscored = result.tasks.filter((t) => t.status !== 'scored').map((t) => `${t.taskId}: ${t.failure?.category} ${t.failure?.type}: ${t.failure?.message}`);
+    expect(report.scored, `${JSON.stringify(report.byType)}\n${unscored.join('\n')}`).toBe(TASKS);
     expect(report.valid, report.invalidReasons.join('; ')).toBe(true);
     expect(report.score?.mean).toBe(1);
     // The evictions were real and were seen as lost sandboxes, retried, never as task failures.
