@@ -66,7 +66,7 @@ export class ConfigError extends BerthError {
   static override isInstance(e: unknown): e is ConfigError {
     return hasMarker(e, config);
   }
-  protected override details() {
+  protected override details(): Record<string, string> | undefined {
     return this.path === undefined ? undefined : { path: this.path };
   }
 }

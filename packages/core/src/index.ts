@@ -99,6 +99,7 @@ export { runTrials } from './trials/run-trials.js';
 export { EventEmitter } from 'eventemitter3';
 export { VirtualClock, systemClock } from './trials/clock.js';
 export { DEFAULT_VALIDITY } from './trials/report.js';
+export { RunMismatchError, type RunIdentity } from './trials/run-identity.js';
 export type {
   AttemptFailure,
   AttemptRecord,

@@ -428,7 +428,7 @@ describe('runTrials journal', () => {
     // More attempts are allowed now? No: same options; the torn line is ignored, the task is decided.
     const again = await runTrials(['a'], async () => ({ reward: 1 }), { journal: path, maxAttempts: 2 });
     expect(again.tasks[0]).toMatchObject({ status: 'infra_failed', attempts: [{ attempt: 1 }, { attempt: 2 }] });
-    expect(again.resume).toEqual({ reusedAttempts: 2, interruptedAttempts: 0 });
+    expect(again.resume).toEqual({ reusedAttempts: 2, interruptedAttempts: 0, changedTasks: [] });
     const text = await readFile(path, 'utf8');
     expect(text.endsWith('\n')).toBe(true);
   });
@@ -444,15 +444,15 @@ describe('runTrials journal', () => {
       calls.push(`${id}#${ctx.attempt}`);
       return { reward: 1 };
     }, { journal: fresh });
-    expect(result.resume).toEqual({ reusedAttempts: 0, interruptedAttempts: 1 });
+    expect(result.resume).toEqual({ reusedAttempts: 0, interruptedAttempts: 1, changedTasks: [] });
     expect(calls).toEqual(['a#1', 'b#1']);
   });
 
   it('refuses a journal from another run, and a corrupt one', async () => {
     const path = await journalPath();
     await runTrials(['a', 'b'], async () => ({ reward: 1 }), { journal: path });
-    await expect(runTrials(['a', 'b', 'c'], async () => ({ reward: 1 }), { journal: path })).rejects.toThrow(/different run \(2 tasks there, 3 here\)/);
-    await expect(runTrials(['a', 'b'], async () => ({ reward: 1 }), { journal: path, maxAttempts: 5 })).rejects.toThrow(/maxAttempts 3 there, 5 here/);
+    await expect(runTrials(['a', 'b', 'c'], async () => ({ reward: 1 }), { journal: path })).rejects.toThrow(/different run: tasks \(2 tasks there, 3 here; new: c\)/);
+    await expect(runTrials(['a', 'b'], async () => ({ reward: 1 }), { journal: path, maxAttempts: 5 })).rejects.toThrow(/maxAttempts \(3 there, 5 here\)/);
     const lines = (await readFile(path, 'utf8')).split('\n');
     lines[1] = '{not json';
     await writeFile(path, lines.join('\n'));

@@ -1,25 +1,30 @@
 import { createHash } from 'node:crypto';
-import { closeSync, ftruncateSync, fstatSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ConfigError } from '../errors.js';
+import { RunMismatchError, identityChanges, type JournalIdentity, type RunIdentity } from './run-identity.js';
 import type { AttemptRecord, JsonValue } from './types.js';
 
 /**
- * An append-only JSONL journal of a run: a header naming the run (its tasks and the options that
- * change results), then a `start` line when an attempt begins and an `attempt` line when it
- * settles; a `session` line each time the run is resumed. Each line is written with one write(2) as it happens, so a crash (even SIGKILL) loses at
- * most the line being written; resuming reuses every settled attempt and never runs one twice.
+ * An append-only JSONL journal of a run: a header naming the run (its tasks, the options that
+ * change results and the caller's run identity), then a `start` line when an attempt begins and an
+ * `attempt` line when it settles, each with the task's version (its content hash, when the caller
+ * gives one); a `session` line each time the run is resumed. Each line is written with one
+ * write(2) as it happens, so a crash (even SIGKILL) loses at most the line being written; resuming
+ * reuses every settled attempt of an unchanged task and never runs one twice.
  */
 
-export const JOURNAL_VERSION = 1;
+export const JOURNAL_VERSION = 2;
 
 export interface JournalHeader {
   type: 'header';
   version: number;
   fingerprint: string;
   taskCount: number;
+  taskIds: string[];
   maxAttempts: number;
   scoreField: string;
+  identity: RunIdentity;
   createdAt: number;
 }
 
@@ -28,11 +33,13 @@ interface StartLine {
   taskId: string;
   attempt: number;
   at: number;
+  taskVersion?: string;
 }
 
 interface AttemptLine {
   type: 'attempt';
   record: AttemptRecord;
+  taskVersion?: string;
 }
 
 /** A run resumed from this journal: earlier sessions' time is summed from these. */
@@ -43,55 +50,81 @@ interface SessionLine {
 
 type JournalLine = JournalHeader | StartLine | AttemptLine | SessionLine;
 
-export interface JournalIdentity {
-  taskIds: readonly string[];
-  maxAttempts: number;
-  scoreField: string;
-}
+export type { JournalIdentity };
 
 export function journalFingerprint(identity: JournalIdentity): string {
+  const named = Object.fromEntries(Object.entries(identity.identity ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   return createHash('sha256')
-    .update(JSON.stringify({ v: JOURNAL_VERSION, tasks: identity.taskIds, maxAttempts: identity.maxAttempts, scoreField: identity.scoreField }))
+    .update(JSON.stringify({ v: JOURNAL_VERSION, tasks: identity.taskIds, maxAttempts: identity.maxAttempts, scoreField: identity.scoreField, identity: named }))
     .digest('hex');
 }
 
+export interface JournalOpenOptions {
+  /** Each task's version (e.g. a hash of its files): attempts journaled under another are not reused. */
+  taskVersions?: ReadonlyMap<string, string>;
+  /** Start over: an existing journal is moved aside (to `<path>.replaced-<time>`), never deleted. */
+  fresh?: boolean;
+}
+
 export interface JournalState {
-  /** Settled attempts by task id, in attempt order. */
+  /** Settled attempts by task id, in attempt order (only those of the task's current version). */
   attempts: Map<string, AttemptRecord[]>;
   /** Attempts that started but never settled: the process died under them. */
   interrupted: number;
+  /** Tasks whose journaled attempts were made under another version of the task: run again. */
+  changedTasks: string[];
   /** Time the earlier sessions of this run took, each from its start to its last journaled moment. */
   priorDurationMs: number;
+}
+
+const START_OVER = 'pass fresh: true to start over (the old journal is kept beside it), or use another journal path';
+
+function mismatch(path: string, message: string, changes: readonly string[]): RunMismatchError {
+  return new RunMismatchError({ operation: 'config', path: 'journal', location: path, changes, message });
+}
+
+/** Moves an existing, non-empty journal aside; returns where it went. */
+export function setJournalAside(path: string, now: number): string | undefined {
+  if (!existsSync(path) || statSync(path).size === 0) return undefined;
+  const aside = `${path}.replaced-${new Date(now).toISOString().replace(/[:.]/g, '-')}`;
+  renameSync(path, aside);
+  return aside;
 }
 
 export class RunJournal {
   readonly path: string;
   #fd: number;
+  readonly #versions: ReadonlyMap<string, string>;
 
-  private constructor(path: string, fd: number) {
+  private constructor(path: string, fd: number, versions: ReadonlyMap<string, string>) {
     this.path = path;
     this.#fd = fd;
+    this.#versions = versions;
   }
 
   /** Open (or create) the journal; refuses one written for another run. */
-  static open(path: string, identity: JournalIdentity, now: number): { journal: RunJournal; state: JournalState } {
+  static open(path: string, identity: JournalIdentity, now: number, options: JournalOpenOptions = {}): { journal: RunJournal; state: JournalState } {
     mkdirSync(dirname(path), { recursive: true });
+    if (options.fresh) setJournalAside(path, now);
+    const versions = options.taskVersions ?? new Map<string, string>();
     const fd = openSync(path, 'a+');
     try {
-      const state = RunJournal.#replay(fd, path, identity);
-      const journal = new RunJournal(path, fd);
+      const state = RunJournal.#replay(fd, path, identity, versions);
+      const journal = new RunJournal(path, fd, versions);
       if (!state) {
         const header: JournalHeader = {
           type: 'header',
           version: JOURNAL_VERSION,
           fingerprint: journalFingerprint(identity),
           taskCount: identity.taskIds.length,
+          taskIds: [...identity.taskIds],
           maxAttempts: identity.maxAttempts,
           scoreField: identity.scoreField,
+          identity: { ...(identity.identity ?? {}) },
           createdAt: now,
         };
         journal.#append(header);
-        return { journal, state: { attempts: new Map(), interrupted: 0, priorDurationMs: 0 } };
+        return { journal, state: { attempts: new Map(), interrupted: 0, changedTasks: [], priorDurationMs: 0 } };
       }
       journal.#append({ type: 'session', at: now });
       return { journal, state };
@@ -101,16 +134,13 @@ export class RunJournal {
     }
   }
 
-  static #replay(fd: number, path: string, identity: JournalIdentity): JournalState | undefined {
-    const size = fstatSync(fd).size;
-    if (size === 0) return undefined;
+  static #parse(fd: number, path: string): JournalLine[] {
     const raw = readFileSync(path);
     // A crash mid-write leaves a last line without its newline: drop it and cut the file there.
     const cut = raw.lastIndexOf(0x0a) + 1;
     if (cut < raw.length) ftruncateSync(fd, cut);
-    let lines = raw.subarray(0, cut).toString('utf8').split('\n');
-    lines = lines.filter((l) => l.length > 0);
-    const parsed: JournalLine[] = lines.map((line, i) => {
+    const lines = raw.subarray(0, cut).toString('utf8').split('\n').filter((l) => l.length > 0);
+    return lines.map((line, i) => {
       try {
         return JSON.parse(line) as JournalLine;
       } catch {
@@ -121,32 +151,37 @@ export class RunJournal {
         });
       }
     });
+  }
+
+  static #checkHeader(path: string, header: JournalLine | undefined, identity: JournalIdentity): void {
+    if (!header || header.type !== 'header') {
+      throw new ConfigError({ operation: 'config', path: 'journal', message: `${path} is not a berth run journal (no header line)` });
+    }
+    if (header.version !== JOURNAL_VERSION) {
+      const change = `journal version (${header.version} there, ${JOURNAL_VERSION} here)`;
+      throw mismatch(path, `journal ${path} was written by another berth (version ${header.version}; this one writes ${JOURNAL_VERSION}) and cannot be resumed; ${START_OVER}`, [change]);
+    }
+    if (header.fingerprint === journalFingerprint(identity)) return;
+    const changes = identityChanges(header, identity);
+    if (changes.length === 0) changes.push('the order of the tasks');
+    throw mismatch(path, `journal ${path} belongs to a different run: ${changes.join('; ')}; resume with the same tasks and options, or ${START_OVER}`, changes);
+  }
+
+  static #replay(fd: number, path: string, identity: JournalIdentity, versions: ReadonlyMap<string, string>): JournalState | undefined {
+    if (fstatSync(fd).size === 0) return undefined;
+    const parsed = RunJournal.#parse(fd, path);
     if (parsed.length === 0) {
       // Only a torn header: start afresh in the same file.
       ftruncateSync(fd, 0);
       return undefined;
     }
-    const header = parsed[0];
-    if (!header || header.type !== 'header') {
-      throw new ConfigError({ operation: 'config', path: 'journal', message: `${path} is not a berth run journal (no header line)` });
-    }
-    if (header.version !== JOURNAL_VERSION) {
-      throw new ConfigError({ operation: 'config', path: 'journal', message: `journal ${path} has version ${header.version}; this berth writes version ${JOURNAL_VERSION}` });
-    }
-    if (header.fingerprint !== journalFingerprint(identity)) {
-      const diffs: string[] = [];
-      if (header.taskCount !== identity.taskIds.length) diffs.push(`${header.taskCount} tasks there, ${identity.taskIds.length} here`);
-      else diffs.push('the task ids or their order differ');
-      if (header.maxAttempts !== identity.maxAttempts) diffs.push(`maxAttempts ${header.maxAttempts} there, ${identity.maxAttempts} here`);
-      if (header.scoreField !== identity.scoreField) diffs.push(`scoreField "${header.scoreField}" there, "${identity.scoreField}" here`);
-      throw new ConfigError({
-        operation: 'config',
-        path: 'journal',
-        message: `journal ${path} belongs to a different run (${diffs.join('; ')}); resume with the same tasks and options, or use a new journal path`,
-      });
-    }
+    const header = parsed[0] as JournalHeader;
+    RunJournal.#checkHeader(path, header, identity);
+    // A line of another version of its task is history, not a result of this run.
+    const current = (taskId: string, version: string | undefined) => versions.get(taskId) === version;
     const attempts = new Map<string, AttemptRecord[]>();
     const started = new Set<string>();
+    const changed = new Set<string>();
     let priorDurationMs = 0;
     let sessionStart = header.createdAt;
     let last = header.createdAt;
@@ -156,18 +191,24 @@ export class RunJournal {
         sessionStart = last = line.at;
       } else if (line.type === 'start') {
         last = Math.max(last, line.at);
-        started.add(`${line.taskId}\u0000${line.attempt}`);
+        if (current(line.taskId, line.taskVersion)) started.add(`${line.taskId}\u0000${line.attempt}`);
       } else if (line.type === 'attempt') {
         last = Math.max(last, line.record.endedAt);
-        const list = attempts.get(line.record.taskId) ?? [];
+        const { taskId } = line.record;
+        if (!current(taskId, line.taskVersion)) {
+          changed.add(taskId);
+          continue;
+        }
+        const list = attempts.get(taskId) ?? [];
         list.push(line.record);
-        attempts.set(line.record.taskId, list);
-        started.delete(`${line.record.taskId}\u0000${line.record.attempt}`);
+        attempts.set(taskId, list);
+        started.delete(`${taskId}\u0000${line.record.attempt}`);
       }
     }
     for (const list of attempts.values()) list.sort((a, b) => a.attempt - b.attempt);
+    for (const taskId of attempts.keys()) changed.delete(taskId);
     priorDurationMs += Math.max(0, last - sessionStart);
-    return { attempts, interrupted: started.size, priorDurationMs };
+    return { attempts, interrupted: started.size, changedTasks: [...changed].sort(), priorDurationMs };
   }
 
   #append(line: JournalLine): void {
@@ -175,12 +216,17 @@ export class RunJournal {
     writeSync(this.#fd, JSON.stringify(line) + '\n');
   }
 
+  #version(taskId: string): { taskVersion?: string } {
+    const v = this.#versions.get(taskId);
+    return v === undefined ? {} : { taskVersion: v };
+  }
+
   started(taskId: string, attempt: number, at: number): void {
-    this.#append({ type: 'start', taskId, attempt, at });
+    this.#append({ type: 'start', taskId, attempt, at, ...this.#version(taskId) });
   }
 
   settled<O extends JsonValue>(record: AttemptRecord<O>): void {
-    this.#append({ type: 'attempt', record: record as AttemptRecord });
+    this.#append({ type: 'attempt', record: record as AttemptRecord, ...this.#version(record.taskId) });
   }
 
   close(): void {

@@ -58,7 +58,9 @@ export async function runTrials<T, O extends JsonValue>(
   let resume: RunResult<O>['resume'];
   let priorDurationMs = 0;
   if (options.journal) {
-    const opened = RunJournal.open(options.journal, { taskIds: states.map((s) => s.id), maxAttempts, scoreField }, startedAt);
+    const identity = { taskIds: states.map((s) => s.id), maxAttempts, scoreField, ...(options.runIdentity ? { identity: options.runIdentity } : {}) };
+    const taskVersions = options.taskVersion ? new Map(states.map((s) => [s.id, options.taskVersion!(s.task)])) : undefined;
+    const opened = RunJournal.open(options.journal, identity, startedAt, { ...(taskVersions ? { taskVersions } : {}), ...(options.fresh ? { fresh: true } : {}) });
     journal = opened.journal;
     resume = resumeTasks(states, opened.state);
     priorDurationMs = opened.state.priorDurationMs;

@@ -46,5 +46,5 @@ export function resumeTasks<T, O extends JsonValue>(states: readonly TaskState<T
     s.counted = previous.filter((a) => !a.failure?.stoppedBy).length;
     reused += previous.length;
   }
-  return { reusedAttempts: reused, interruptedAttempts: journaled.interrupted };
+  return { reusedAttempts: reused, interruptedAttempts: journaled.interrupted, changedTasks: journaled.changedTasks };
 }

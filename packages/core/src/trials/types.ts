@@ -1,3 +1,4 @@
+import type { RunIdentity } from './run-identity.js';
 import type { EventEmitter } from 'eventemitter3';
 import type { ClassifiedFailure } from '../classify.js';
 import type { SerializedError } from '../errors.js';
@@ -103,8 +104,12 @@ export interface RunReport {
 export interface RunResult<O extends JsonValue = JsonValue> {
   report: RunReport;
   tasks: TaskRecord<O>[];
-  /** What resuming from a journal reused, when a journal was given. */
-  resume?: { reusedAttempts: number; interruptedAttempts: number };
+  /**
+   * What resuming from a journal reused, when a journal was given: settled attempts reused,
+   * attempts the process died under (run again), and tasks whose version changed since they were
+   * journaled (their earlier attempts are not reused: they run again).
+   */
+  resume?: { reusedAttempts: number; interruptedAttempts: number; changedTasks: string[] };
 }
 
 export interface RunProgress {
@@ -172,8 +177,25 @@ export interface RunTrialsOptions<T> {
   outagePause?: OutagePauseOptions | false;
   /** Should this failed attempt be retried? Default: its category is retryable (transient_infra). */
   retryOn?: (failure: ClassifiedFailure & { attempt: number; taskId: string }) => boolean;
-  /** Append-only JSONL journal: resuming with the same path reuses every settled attempt. */
+  /**
+   * Append-only JSONL journal: resuming with the same path reuses every settled attempt. A journal
+   * of another run (other task ids, maxAttempts, scoreField or runIdentity) is refused with a
+   * RunMismatchError that says what changed.
+   */
   journal?: string;
+  /**
+   * What decides results besides the tasks (the agent, the backend and its target, settings), by
+   * name: part of the journal's identity, so a resume with other values is refused. The values are
+   * shown in that refusal: never put a secret in them (hash it).
+   */
+  runIdentity?: RunIdentity;
+  /**
+   * A task's version, e.g. a hash of its files: an attempt journaled under another version is not
+   * reused, and the task runs again (listed in `resume.changedTasks`).
+   */
+  taskVersion?: (task: T) => string;
+  /** Start the journal over; an existing one is moved aside to `<journal>.replaced-<time>`, not deleted. */
+  fresh?: boolean;
   signal?: AbortSignal;
   validity?: ValidityThresholds;
   /** The numeric outcome field averaged in the report. Default 'reward'. */
