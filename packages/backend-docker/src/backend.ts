@@ -80,6 +80,14 @@ export class DockerBackend implements Backend {
     };
   }
 
+  /** The engine's address, as dockerode resolves it (options, else DOCKER_HOST, else the default socket). */
+  get target(): string {
+    const { socketPath, host, port, protocol } = this.#options;
+    if (socketPath) return `unix://${socketPath}`;
+    if (host) return `${protocol ?? 'http'}://${host}${port ? `:${port}` : ''}`;
+    return process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
+  }
+
   /** The dockerode client, made on first use: the factory does no I/O. */
   get docker(): Docker {
     if (!this.#docker) {

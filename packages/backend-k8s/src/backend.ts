@@ -74,6 +74,11 @@ export class K8sBackend implements Backend {
     this.#removals = new CreationLimiter(options.removal ?? { maxConcurrent: 16, perSecond: 50 });
   }
 
+  /** The API server and the namespace pods go into (reads the kubeconfig; no network I/O). */
+  get target(): string {
+    return `${this.cluster.server} namespace ${this.cluster.namespace}`;
+  }
+
   /** The API client, made on first use: the factory does no I/O. */
   get cluster(): Cluster {
     return (this.#cluster ??= new Cluster(this.#options));

@@ -65,6 +65,12 @@ export class ModalBackend implements Backend {
     this.#limiter = creationLimiter(options);
   }
 
+  /** Modal's server, the environment and the app sandboxes are made in (no token in it). */
+  get target(): string {
+    const { environmentName, appName } = this.#options;
+    return `${this.#modal.credentials.serverUrl} environment ${environmentName ?? '(default)'} app ${appName ?? 'berth'}`;
+  }
+
   /** The connection and credentials, made on first use: the factory does no I/O. */
   get #modal(): ModalShared {
     return (this.#shared ??= new ModalShared(this.#options));

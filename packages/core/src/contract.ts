@@ -195,6 +195,13 @@ export interface SweepReport {
 export interface Backend {
   readonly specificationVersion: typeof SPECIFICATION_VERSION;
   readonly name: string;
+  /**
+   * Where this backend's sandboxes go, in words that carry no secret: the engine's address, the
+   * cluster's server and namespace, Modal's server, environment and app. Part of a run's identity
+   * (a resume elsewhere is refused). Reading it does no network I/O; it throws the ConfigError the
+   * first start would (e.g. no kubeconfig).
+   */
+  readonly target: string;
   readonly capabilities: Capabilities;
   /** Validates the spec (ConfigError / CapabilityError); does no I/O. */
   environment(spec: EnvironmentSpecInput): Environment;

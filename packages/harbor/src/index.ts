@@ -11,5 +11,6 @@ export type { StepTiming } from './steps.js';
 export { attemptDir, type AttemptFailureJson, type AttemptResultFile } from './result-file.js';
 export type { AgentFunction, HarborAgent } from './agent.js';
 export { createHarborTrial, type HarborHooks, type HarborTrialOptions } from './trial.js';
+export { setJobAside } from './job-dir.js';
 export { runHarborJob, type HarborJobOptions, type HarborJobReport, type HarborTaskStatus, type HarborTaskSummary } from './job.js';
 export { startTaskSandbox, type TaskSandboxOptions } from './dev-sandbox.js';

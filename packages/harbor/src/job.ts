@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import { join, relative, resolve } from 'node:path';
 import {
   ConfigError,
+  RunMismatchError,
   runTrials,
   type Backend,
   type RunReport,
@@ -10,13 +12,14 @@ import {
 } from '@berth/core';
 import { agentName, type HarborAgent } from './agent.js';
 import { loadHarborTasks } from './load-task.js';
+import { setJobAside } from './job-dir.js';
 import { attemptDir, writeJsonFile } from './result-file.js';
 import type { HostEnv } from './env-template.js';
 import type { SpecOverrides } from './spec.js';
 import type { HarborOutcome, HarborTask } from './task.js';
 import { createHarborTrial, type HarborHooks } from './trial.js';
 
-export interface HarborJobOptions extends Omit<RunTrialsOptions<HarborTask>, 'journal' | 'taskId'> {
+export interface HarborJobOptions extends Omit<RunTrialsOptions<HarborTask>, 'journal' | 'taskId' | 'runIdentity' | 'taskVersion'> {
   /** The tasks to run; or give tasksDir. */
   tasks?: HarborTask[];
   /**
@@ -30,15 +33,25 @@ export interface HarborJobOptions extends Omit<RunTrialsOptions<HarborTask>, 'jo
   jobDir: string;
   /** Default 'oracle'. */
   agent?: HarborAgent;
+  /**
+   * What tells this agent from another when a job is resumed (a model and version, a command's
+   * hash): a resume with another agentId is refused. Default: 'oracle', 'none', or a function's
+   * name. Shown in that refusal: no secrets.
+   */
+  agentId?: string;
   specOverrides?: SpecOverrides;
   hooks?: HarborHooks;
   /** Where `${VAR}` templates of the tasks' env tables are looked up. Default: process.env. */
   hostEnv?: HostEnv;
   /**
    * The run journal. Default <jobDir>/journal.jsonl, so running the same job directory again
-   * resumes it (settled attempts are reused, none run twice); false for none.
+   * resumes it (settled attempts are reused, none run twice); false for none. A resume never mixes
+   * runs: another agent (agentId), backend, backend target or specOverrides is refused with a
+   * RunMismatchError, and a task whose files changed (HarborTask.contentHash) runs again.
    */
   journal?: string | false;
+  /** Start over: an existing job directory is moved aside to `<jobDir>.replaced-<time>` (never deleted). */
+  fresh?: boolean;
 }
 
 /**
@@ -108,27 +121,57 @@ function summarise(jobDir: string, record: TaskRecord<HarborOutcome>): HarborTas
   return summary;
 }
 
+function shortHash(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 12);
+}
+
+/** What decides a job's results besides its tasks; values shown when a resume is refused. */
+function jobIdentity(backend: Backend, agent: HarborAgent, agentId: string | undefined, specOverrides: SpecOverrides | undefined): Record<string, string> {
+  const identity: Record<string, string> = { agent: agentId ?? agentName(agent), backend: backend.name, target: backend.target };
+  if (specOverrides !== undefined) {
+    // Hashed: overrides may carry env values. A function is known by its source.
+    const text = typeof specOverrides === 'function' ? specOverrides.toString() : JSON.stringify(specOverrides);
+    identity.specOverrides = `sha256:${shortHash(text)}`;
+  }
+  return identity;
+}
+
 /**
  * Run a set of harbor tasks through runTrials (bounded concurrency, retries of transient infra
  * failures only, first usable attempt chosen, honest report), writing per-attempt result.json
  * files and <jobDir>/report.json. Returns runTrials' result.
  */
 export async function runHarborJob(options: HarborJobOptions): Promise<RunResult<HarborOutcome>> {
-  const { tasks: given, tasksDir, backend, agent = 'oracle', specOverrides, hooks, hostEnv, journal, jobDir: jobDirOption, ...runOptions } = options;
+  const { tasks: given, tasksDir, backend, agent = 'oracle', agentId, specOverrides, hooks, hostEnv, journal, jobDir: jobDirOption, fresh, ...runOptions } = options;
   if (given === undefined && tasksDir === undefined) {
     throw new ConfigError({ operation: 'config', path: 'tasks', message: 'runHarborJob needs tasks or a tasksDir to load them from' });
   }
   const jobDir = resolve(jobDirOption);
   const tasks = given ?? (await loadHarborTasks(tasksDir!, hostEnv ? { hostEnv } : {}));
   const journalPath = journal === false ? undefined : (journal ?? resolve(jobDir, 'journal.jsonl'));
+  const runIdentity = jobIdentity(backend, agent, agentId, specOverrides);
+  if (fresh) await setJobAside(jobDir);
 
   const startedAt = new Date();
   const trial = createHarborTrial({ backend, jobDir, agent, ...(specOverrides ? { specOverrides } : {}), ...(hooks ? { hooks } : {}), ...(hostEnv ? { hostEnv } : {}) });
-  const result = await runTrials(tasks, trial, {
-    ...runOptions,
-    taskId: (task) => task.id,
-    ...(journalPath ? { journal: journalPath } : {}),
-  });
+  let result: RunResult<HarborOutcome>;
+  try {
+    result = await runTrials(tasks, trial, {
+      ...runOptions,
+      taskId: (task) => task.id,
+      ...(journalPath ? { journal: journalPath, runIdentity, taskVersion: (task: HarborTask) => task.contentHash ?? '', ...(fresh ? { fresh } : {}) } : {}),
+    });
+  } catch (error) {
+    if (!RunMismatchError.isInstance(error) || !(error instanceof RunMismatchError)) throw error;
+    throw new RunMismatchError({
+      operation: 'config',
+      path: 'jobDir',
+      location: jobDir,
+      changes: error.changes,
+      message: `job directory ${jobDir} holds a different run: ${error.changes.join('; ')}; resume with the same tasks and options, or pass fresh: true to start over (the old job is moved aside, not deleted), or use another jobDir`,
+      cause: error,
+    });
+  }
 
   const jobReport: HarborJobReport = {
     jobDir,

@@ -3,6 +3,7 @@ import { basename, join, resolve } from 'node:path';
 import { ConfigError } from '@berth/core';
 import { parse as parseToml } from 'smol-toml';
 import { parseSizeToMb } from './size.js';
+import { taskContentHash } from './task-hash.js';
 import { checkVariables, type HostEnv } from './env-template.js';
 import { DEFAULT_BUILD_TIMEOUT_SEC, DEFAULT_VERIFIER_TIMEOUT_SEC, type HarborTask, type HarborVerifierEnvironment } from './task.js';
 import {
@@ -162,6 +163,7 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
     id,
     dir: taskDir,
     configPath,
+    contentHash: await taskContentHash(taskDir),
     ...(toml.task?.name ? { name: toml.task.name } : {}),
     ...image,
     buildTimeoutSec: env.build_timeout_sec ?? DEFAULT_BUILD_TIMEOUT_SEC,

@@ -55,6 +55,12 @@ export interface HarborTask {
   dir: string;
   /** Absolute path of task.toml. */
   configPath: string;
+  /**
+   * sha256 over every file of the task directory (names, executable bits, contents): a resumed job
+   * reruns a task whose content changed rather than reuse its old result. Set by loadHarborTask;
+   * a task built by hand without it is identified by its id alone.
+   */
+  contentHash?: string;
   /** `[task] name` when given (org/name). */
   name?: string;
   /** `[environment] docker_image`, else environment/Dockerfile built with environment/ as the context. */

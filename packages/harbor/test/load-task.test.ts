@@ -69,6 +69,7 @@ destination = "out"
       id: 'full-task',
       dir,
       configPath: join(dir, 'task.toml'),
+      contentHash: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
       name: 'acme/full-task',
       image: { ref: 'ghcr.io/acme/env:1' },
       buildTimeoutSec: 900,
