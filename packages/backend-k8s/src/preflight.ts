@@ -81,7 +81,7 @@ export async function checkImage(cluster: Cluster, options: K8sBackendOptions, r
     return { name: 'image', status: 'warn', message: `the registry of ${ref.original} could not be asked from here (${error instanceof Error ? error.message : String(error)})` };
   }
   if (probe.ok) return { name: 'image', status: 'ok', message: `${ref.original} is pullable${credential ? ' with the given credentials' : ' anonymously'}` };
-  return preflightFailure('image', pullFailure(probe.message, { ...ctx, image: ref.original, hadCredentials: credential !== undefined }));
+  return preflightFailure('image', pullFailure(probe.message, { ...ctx, image: ref.original, hadCredentials: credential !== undefined, retryAfterMs: probe.retryAfterMs }));
 }
 
 /**

@@ -130,6 +130,7 @@ export class ModalSandbox implements SandboxTransport {
           ...this.#ctx('pull'),
           image: plan.ref.original,
           hadCredentials: plan.hadCredentials,
+          retryAfterMs: probe.retryAfterMs,
           credentialsHint: 'pass spec.image.auth ({ username, password } or { secretName } of a Modal secret)',
           cause: new Error(text),
         });

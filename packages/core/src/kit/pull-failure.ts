@@ -26,6 +26,8 @@ export interface PullFailureContext {
   hadCredentials: boolean;
   /** How a user of this backend passes credentials, for the unauthorized hint. */
   credentialsHint?: string;
+  /** The wait a rate-limited answer asked for (a probe's Retry-After), kept on the error for retries. */
+  retryAfterMs?: number;
   cause?: unknown;
 }
 
@@ -49,7 +51,8 @@ export function pullFailure(message: string, ctx: PullFailureContext): BerthErro
       : reason === 'not_found'
         ? ' (check the repository name and tag)'
         : '';
-  return new ImagePullError({ ...base, image: ctx.image, reason, message: `pulling ${ctx.image} failed: ${message}${hint}` });
+  const wait = reason === 'rate_limited' && ctx.retryAfterMs !== undefined ? { retryAfterMs: ctx.retryAfterMs } : {};
+  return new ImagePullError({ ...base, ...wait, image: ctx.image, reason, message: `pulling ${ctx.image} failed: ${message}${hint}` });
 }
 
 /** The image is not there and the backend was told never to pull it. */
