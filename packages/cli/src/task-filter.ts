@@ -1,3 +1,6 @@
+import { loadHarborTasks, type HarborTask } from '@berth/harbor';
+import { UsageError } from './usage-error.js';
+
 /** A shell-style glob over task ids: `*` any run of characters, `?` one, `[abc]` a class. */
 export function globToRegExp(glob: string): RegExp {
   let out = '';
@@ -18,9 +21,14 @@ export function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${out}$`);
 }
 
-/** Keep the tasks whose id matches any of the globs (all of them when there are none). */
-export function filterTasks<T extends { id: string }>(tasks: readonly T[], globs: readonly string[]): T[] {
-  if (globs.length === 0) return [...tasks];
+/**
+ * The tasks of a dataset that --filter selects, only those read: a task berth cannot load (a
+ * compose task, a helper folder) elsewhere in the dataset does not stop the selection.
+ */
+export async function loadSelected(tasksDir: string, globs: readonly string[]): Promise<HarborTask[]> {
   const patterns = globs.map(globToRegExp);
-  return tasks.filter((task) => patterns.some((p) => p.test(task.id)));
+  const selected = globs.length === 0 ? undefined : (id: string) => patterns.some((p) => p.test(id));
+  const tasks = await loadHarborTasks(tasksDir, selected ? { filter: selected } : {});
+  if (tasks.length === 0) throw new UsageError(`--filter ${globs.join(' ')} matches none of the tasks in ${tasksDir}`);
+  return tasks;
 }

@@ -69,16 +69,34 @@ describe('berth run (the built binary, off a TTY)', () => {
     expect(report.tasksDir).toBe(tasks);
   });
 
-  it("--agent: a shell command as the agent (the instruction on its stdin and in $BERTH_INSTRUCTION), and 'none'", async () => {
+  it("--agent: a shell command as the agent (the instruction on its stdin and in $BERTH_INSTRUCTION), its output kept, and 'none'", async () => {
     const tasks = await writeDataset(join(root, 'agents'), [{ id: 'needs-42', kind: 'pass' }]);
-    const agent = 'grep -q "Write 42" && grep -q "Write 42" "$BERTH_INSTRUCTION" && mkdir -p /app && echo 42 > /app/answer.txt';
-    const solved = await berth(['run', tasks, '--agent', agent, '--job-dir', join(root, 'agent-job'), '--json']);
+    const agent = 'grep -q "Write 42" && grep -q "Write 42" "$BERTH_INSTRUCTION" && mkdir -p /app && echo 42 > /app/answer.txt && echo "thinking about 42" && echo "a warning" >&2 && echo step-1 > /logs/agent/trace.txt; exit 3';
+    const jobDir = join(root, 'agent-job');
+    const solved = await berth(['run', tasks, '--agent', agent, '--job-dir', jobDir, '--json']);
     expect(solved.code, solved.stderr).toBe(0);
     expect(JSON.parse(solved.stdout).report.score.mean).toBe(1);
-    expect((await readReport(join(root, 'agent-job'))).agent).toBe('command');
-    const idle = await berth(['run', tasks, '--agent', 'none', '--job-dir', join(root, 'none-job'), '--json']);
-    expect(idle.code, idle.stderr).toBe(0);
-    expect(JSON.parse(idle.stdout).report.score.mean).toBe(0);
+    expect((await readReport(jobDir)).agent).toBe('command');
+    // What the agent said and left is kept: its output, its exit code, and /logs/agent.
+    const attempt = join(jobDir, 'needs-42', 'attempt-1');
+    expect(await readFile(join(attempt, 'agent', 'stdout.txt'), 'utf8')).toBe('thinking about 42\n');
+    expect(await readFile(join(attempt, 'agent', 'stderr.txt'), 'utf8')).toBe('a warning\n');
+    expect(await readFile(join(attempt, 'agent', 'trace.txt'), 'utf8')).toBe('step-1\n');
+    expect(await readFile(join(attempt, 'agent', 'instruction.md'), 'utf8')).toMatch(/Write 42/);
+    const result = JSON.parse(await readFile(join(attempt, 'result.json'), 'utf8')) as { steps: Array<{ name: string; exitCode?: number }> };
+    expect(result.steps.find((step) => step.name === 'agent')?.exitCode).toBe(3);
+
+    // The same job dir with another agent would mix two runs: refused, with the way on.
+    const mixed = await berth(['run', tasks, '--agent', 'none', '--job-dir', jobDir]);
+    expect(mixed.code, mixed.stdout).toBe(2);
+    expect(mixed.stderr).toMatch(/holds another run, which this command would mix with its own:\n {2}- --agent \(commands are compared by a hash of their text\): \("command sha256:[0-9a-f]{12}" there, "none" here\)/);
+    expect(mixed.stderr).toMatch(/Run the same command with --fresh to start over .* or give --job-dir <another dir>/);
+    expect(mixed.stderr).not.toContain('thinking');
+    const again = await berth(['run', tasks, '--agent', 'none', '--job-dir', jobDir, '--fresh', '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).report.score.mean).toBe(0);
+    expect(again.stderr).toMatch(/--fresh: the previous job is now .*agent-job\.replaced-/);
+    expect((await readdir(root)).filter((n) => n.startsWith('agent-job.replaced-'))).toHaveLength(1);
   });
 
   it('--mirror rewrites image references before the pull; --deadline stops the run and reports the rest as not run', async () => {
@@ -101,7 +119,7 @@ describe('berth run (the built binary, off a TTY)', () => {
       [['run', join(root, 'good'), '--attempts', 'zero'], /--attempts: expected a whole number/],
       [['run', join(root, 'good'), '--deadline', 'soon'], /write it like 90s, 30m, 2h/],
       [['run', join(root, 'good'), '--backend', 'lxc'], /unknown backend "lxc": choose one of docker, k8s, modal/],
-      [['run', join(root, 'good'), '--filter', 'nothing-*'], /matches none of the 3 task/],
+      [['run', join(root, 'good'), '--filter', 'nothing-*'], /--filter nothing-\* matches none of the tasks in/],
       [['run', join(root, 'good'), '--mirror', 'nonsense'], /--mirror: .*from=to/],
       [['run'], /missing required argument 'tasks'/],
       [['frobnicate'], /unknown command 'frobnicate'/],

@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { formatDuration, parseDuration } from '../src/duration.js';
 import { groupFailures, normaliseMessage } from '../src/job/fingerprint.js';
 import type { AttemptView } from '../src/job/job-data.js';
-import { filterTasks, globToRegExp } from '../src/task-filter.js';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadSelected, globToRegExp } from '../src/task-filter.js';
+import { writeDataset } from './support/dataset.js';
 
 describe('durations', () => {
   it('parses what people write, and says what a valid one looks like otherwise', () => {
@@ -28,9 +32,24 @@ describe('--filter globs', () => {
     expect(globToRegExp('t?.x').test('t1-x')).toBe(false);
     expect(globToRegExp('[ab]-[!0]').test('a-1')).toBe(true);
     expect(globToRegExp('[ab]-[!0]').test('a-0')).toBe(false);
-    const tasks = [{ id: 'a-1' }, { id: 'b-1' }, { id: 'c-1' }];
-    expect(filterTasks(tasks, ['a-*', 'c-*']).map((t) => t.id)).toEqual(['a-1', 'c-1']);
-    expect(filterTasks(tasks, [])).toHaveLength(3);
+  });
+
+  it('select tasks before they are read: a compose task or a helper folder elsewhere does not stop the selection', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'berth-cli-filter-'));
+    try {
+      await writeDataset(root, [{ id: 'a-1', kind: 'pass' }, { id: 'b-1', kind: 'pass' }, { id: 'c-1', kind: 'pass' }]);
+      // A multi-container task berth refuses, and a folder of shared scripts that is no task at all.
+      await writeDataset(root, [{ id: 'compose-1', kind: 'pass' }]);
+      await mkdir(join(root, 'compose-1', 'environment'), { recursive: true });
+      await writeFile(join(root, 'compose-1', 'environment', 'docker-compose.yaml'), 'services: {}\n');
+      await mkdir(join(root, 'shared'));
+      expect((await loadSelected(root, ['a-*', 'c-*'])).map((t) => t.id)).toEqual(['a-1', 'c-1']);
+      // Without a filter every task is read, and the two that are not runnable say so.
+      await expect(loadSelected(root, [])).rejects.toThrow(/2 of 5 tasks .* are invalid/s);
+      await expect(loadSelected(root, ['zzz-*'])).rejects.toThrow(/--filter zzz-\* matches none of the tasks/);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
 

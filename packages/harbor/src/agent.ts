@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ConfigError, type Environment, type ExecOptions, type ExecResult, type TrialContext } from '@berth/core';
+import { ConfigError, TransferError, type Environment, type ExecOptions, type ExecResult, type TrialContext } from '@berth/core';
+import { INSTRUCTION_PATH, startCommand, type CommandAgent } from './command-agent.js';
 import { checkVariables, resolveEnv, type HostEnv } from './env-template.js';
 import { envContext, harborFailure } from './reward.js';
 import type { StepTimer, StepTiming } from './steps.js';
@@ -11,16 +12,19 @@ import type { HarborTask } from './task.js';
  * - 'oracle': uploads solution/ to /solution and runs `sh /solution/solve.sh` (a perfect agent:
  *   an oracle run checks that the tasks and the infrastructure work, before any model is blamed);
  * - 'none': nothing (the verifier sees the untouched environment; a task should score 0);
+ * - `{ command }`: a shell command run in the sandbox as the agent (see CommandAgent); its output
+ *   and exit code are kept as the oracle's are;
  * - a function: your agent, given the started environment. It must honour `ctx.signal`, which
  *   also fires at the task's agent timeout (when the task has one). It runs on the agent phase's
  *   network; `task.users.agent`, `task.workdir` and `task.agentConfig` say how the task expects it
  *   to run.
  */
-export type HarborAgent = 'oracle' | 'none' | AgentFunction;
+export type HarborAgent = 'oracle' | 'none' | CommandAgent | AgentFunction;
 export type AgentFunction = (env: Environment, task: HarborTask, ctx: TrialContext) => Promise<void>;
 
 export function agentName(agent: HarborAgent): string {
-  return typeof agent === 'function' ? agent.name || 'custom' : agent;
+  if (typeof agent === 'function') return agent.name || 'custom';
+  return typeof agent === 'object' ? 'command' : agent;
 }
 
 export function execTiming(result: ExecResult): Partial<StepTiming> {
@@ -77,7 +81,13 @@ function timeoutOf(task: HarborTask): { timeoutMs?: number } {
   return task.agentTimeoutSec === undefined ? {} : { timeoutMs: task.agentTimeoutSec * 1000 };
 }
 
-async function runOracle({ env, task, ctx, timer, outDir, hostEnv }: AgentRun): Promise<void> {
+/** What a command-running agent leaves: its output (kept by runAgent) and what its timeout is called. */
+interface Captured {
+  result: ExecResult;
+  timeout: string;
+}
+
+async function runOracle({ env, task, ctx, timer, hostEnv }: AgentRun): Promise<Captured> {
   await timer.run('upload solution', () => env.uploadDir(task.solutionDir!, '/solution', { signal: ctx.signal }));
   // harbor: [solution.env] over DEBIAN_FRONTEND=noninteractive, as the agent's user, with its timeout.
   const solutionEnv = resolveEnv(task.configPath, 'solution.env', task.env.solution, hostEnv);
@@ -92,11 +102,26 @@ async function runOracle({ env, task, ctx, timer, outDir, hostEnv }: AgentRun): 
       }),
     execTiming,
   );
-  await saveOutput(outDir, '', result);
-  if (result.timedOut) {
-    throw harborFailure('AgentTimeout', `the oracle (solution/solve.sh) did not finish within ${task.agentTimeoutSec} s`, envContext(env));
-  }
   // A non-zero exit is not a failure by itself: the verifier decides what the agent achieved.
+  return { result, timeout: `the oracle (solution/solve.sh) did not finish within ${task.agentTimeoutSec} s` };
+}
+
+async function runCommand({ command }: CommandAgent, { env, task, ctx, timer }: AgentRun): Promise<Captured> {
+  const instruction = await startCommand(env, task, ctx, timer);
+  const result = await timer.run(
+    'agent',
+    () =>
+      env.exec(['sh', '-c', command], {
+        stdin: instruction,
+        env: { BERTH_INSTRUCTION: INSTRUCTION_PATH, BERTH_TASK_ID: task.id },
+        ...(task.workdir ? { cwd: task.workdir } : {}),
+        ...(task.users.agent !== undefined ? { user: task.users.agent } : {}),
+        ...timeoutOf(task),
+        signal: ctx.signal,
+      }),
+    execTiming,
+  );
+  return { result, timeout: `the agent command did not finish within ${task.agentTimeoutSec} s` };
 }
 
 async function runFunction(agent: AgentFunction, { env, task, ctx, timer }: AgentRun): Promise<void> {
@@ -128,9 +153,41 @@ async function runFunction(agent: AgentFunction, { env, task, ctx, timer }: Agen
   });
 }
 
-/** Run the agent in the started environment; AgentTimeout (a TaskFailure) when it runs out of time. */
+/**
+ * /logs/agent as the agent left it, into the attempt's agent/ directory (harbor mounts one onto the
+ * other). Before berth's captured stdout.txt / stderr.txt are written, so those always win.
+ */
+async function keepAgentLogs(env: Environment, outDir: string, signal: AbortSignal): Promise<void> {
+  try {
+    await env.downloadDir('/logs/agent', outDir, { signal });
+  } catch (error) {
+    if (!(TransferError.isInstance(error) && error.reason === 'not_found')) throw error;
+  }
+}
+
+/**
+ * Run the agent in the started environment, then keep /logs/agent (also when the agent failed or
+ * timed out: then most of all). AgentTimeout (a TaskFailure) when it runs out of time.
+ */
 export async function runAgent(agent: HarborAgent, run: AgentRun): Promise<void> {
   if (agent === 'none') return;
-  if (agent === 'oracle') return runOracle(run);
-  return runFunction(agent, run);
+  let failed: { error: unknown } | undefined;
+  let captured: Captured | undefined;
+  try {
+    if (agent === 'oracle') captured = await runOracle(run);
+    else if (typeof agent === 'object') captured = await runCommand(agent, run);
+    else await runFunction(agent, run);
+  } catch (error) {
+    failed = { error };
+  }
+  try {
+    await run.timer.run('download agent logs', () => keepAgentLogs(run.env, run.outDir, run.ctx.signal));
+  } catch (error) {
+    // The agent's own failure is the attempt's (a lost sandbox may well fail the download too).
+    failed ??= { error };
+  }
+  // Written after the download, so a file of the same name in /logs/agent never replaces them.
+  if (captured) await saveOutput(run.outDir, '', captured.result);
+  if (failed) throw failed.error;
+  if (captured?.result.timedOut) throw harborFailure('AgentTimeout', captured.timeout, envContext(run.env));
 }

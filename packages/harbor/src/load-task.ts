@@ -56,6 +56,11 @@ function sizeMb(file: string, env: EnvironmentTable, key: 'memory' | 'storage', 
 export interface LoadOptions {
   /** Where `${VAR}` templates in env tables are looked up. Default: process.env. */
   hostEnv?: HostEnv;
+  /**
+   * loadHarborTasks only: which task ids (directory names) to read. The others are not read at
+   * all, so a task berth cannot run, or a helper folder, does not stop a selection without it.
+   */
+  filter?: (id: string) => boolean;
 }
 
 async function readToml(id: string, configPath: string): Promise<Record<string, unknown>> {
@@ -196,11 +201,13 @@ export async function loadHarborTasks(datasetDir: string, options: LoadOptions =
   if ((await kindOf(join(root, 'task.toml'))) === 'file') return [await loadHarborTask(root, options)];
 
   const entries = await readdir(root, { withFileTypes: true });
-  const dirs = entries
+  const all = entries
     .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
     .map((e) => e.name)
     .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  if (dirs.length === 0) throw configError('tasksDir', `dataset directory ${root} holds no task directories`);
+  if (all.length === 0) throw configError('tasksDir', `dataset directory ${root} holds no task directories`);
+  const dirs = options.filter ? all.filter(options.filter) : all;
+  if (dirs.length === 0) return [];
 
   const tasks: HarborTask[] = [];
   const errors: unknown[] = [];

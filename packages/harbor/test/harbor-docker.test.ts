@@ -190,7 +190,7 @@ describe('harbor job on Docker: killed sandboxes and a private image', () => {
         },
       },
     });
-    expect(again.resume).toEqual({ reusedAttempts: 27, interruptedAttempts: 0 });
+    expect(again.resume).toEqual({ reusedAttempts: 27, interruptedAttempts: 0, changedTasks: [] });
     expect({ ...again.report, durationMs: 0 }).toEqual({ ...result.report, durationMs: 0 });
   });
 });

@@ -75,6 +75,7 @@ describe('createHarborTrial on Docker', () => {
       'prepare',
       'upload solution',
       'agent',
+      'download agent logs',
       'upload tests',
       'verifier',
       'download verifier logs',

@@ -1,11 +1,11 @@
 import { resolve } from 'node:path';
 import { serializeError, type EnvironmentSpecInput, type PreflightCheck, type PreflightStatus } from '@berth/core';
-import { buildSpec, loadHarborTasks, type HarborTask } from '@berth/harbor';
+import { buildSpec, type HarborTask } from '@berth/harbor';
 import type { Command } from 'commander';
 import { loadBackend } from '../backends.js';
 import { collect, mirrorRules } from '../options.js';
 import { renderTable } from '../table.js';
-import { filterTasks } from '../task-filter.js';
+import { loadSelected } from '../task-filter.js';
 
 interface PreflightOptions {
   backend: string;
@@ -38,7 +38,7 @@ function firstLine(text: string): string {
 
 export async function preflightCommand(tasksPath: string, opts: PreflightOptions): Promise<number> {
   const tasksDir = resolve(tasksPath);
-  const tasks = filterTasks(await loadHarborTasks(tasksDir), opts.filter ?? []);
+  const tasks = await loadSelected(tasksDir, opts.filter ?? []);
   const backend = await loadBackend({ name: opts.backend, mirrors: mirrorRules(opts.mirror) });
   const base = await backend.preflight();
   const baseNames = new Set(base.checks.map((c) => c.name));

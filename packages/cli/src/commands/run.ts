@@ -1,12 +1,12 @@
 import { basename, resolve } from 'node:path';
-import { EventEmitter, type Backend, type RunEvents } from '@berth/core';
-import { loadHarborTasks, runHarborJob } from '@berth/harbor';
-import { agentFromOption } from '../agent-command.js';
+import { EventEmitter, RunMismatchError, type Backend, type RunEvents } from '@berth/core';
+import { runHarborJob, setJobAside, type HarborTask } from '@berth/harbor';
+import { agentFromOption, agentIdOf } from '../agent-command.js';
 import { loadBackend } from '../backends.js';
 import { parseDuration } from '../duration.js';
 import { collect, mirrorRules, positiveInt } from '../options.js';
 import { attachDisplay, createDisplay } from '../run/run-display.js';
-import { filterTasks } from '../task-filter.js';
+import { loadSelected } from '../task-filter.js';
 import { UsageError } from '../usage-error.js';
 import type { Command } from 'commander';
 
@@ -19,7 +19,35 @@ export interface RunOptions {
   jobDir?: string;
   mirror?: string[];
   filter?: string[];
+  fresh?: boolean;
   json?: boolean;
+}
+
+/** What a resumed job's journal calls a setting, as the flag a user changes. */
+const FLAG_OF: Record<string, string> = {
+  tasks: 'the tasks (<tasks> or --filter)',
+  maxAttempts: '--attempts',
+  agent: '--agent (commands are compared by a hash of their text)',
+  backend: '--backend',
+  target: "where the backend runs (its cluster, namespace, engine or Modal environment)",
+  'journal version': 'the berth version that wrote the job',
+};
+
+/** A resume refused, in the CLI's words: what differs, by flag, and the two ways on. */
+function mismatchUsage(jobDir: string, error: RunMismatchError): UsageError {
+  const lines = error.changes.map((change) => {
+    const key = Object.keys(FLAG_OF).find((k) => change.startsWith(`${k} (`));
+    return `  - ${key ? `${FLAG_OF[key]}: ${change.slice(key.length + 1)}` : change}`;
+  });
+  return new UsageError(
+    `${jobDir} holds another run, which this command would mix with its own:\n${lines.join('\n')}\n` +
+      `Run the same command with --fresh to start over (the old job is moved aside, not deleted), or give --job-dir <another dir>.`,
+  );
+}
+
+/** Fields a task.toml sets that berth does not use (typos such as [verifer] among them): said once per task, before the run. */
+function printNotes(tasks: readonly HarborTask[], say: (text: string) => void): void {
+  for (const task of tasks) for (const note of task.notes) say(`note: ${task.id}: ${note}`);
 }
 
 /** Where a run's files go unless --job-dir says: ./berth-jobs/<tasks dir name>, so the same command resumes. */
@@ -72,23 +100,29 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
   const mirrors = mirrorRules(opts.mirror);
   const agent = agentFromOption(opts.agent);
   const tasksDir = resolve(tasksPath);
-  const all = await loadHarborTasks(tasksDir);
-  const tasks = filterTasks(all, opts.filter ?? []);
-  if (tasks.length === 0) throw new UsageError(`--filter ${opts.filter!.join(' ')} matches none of the ${all.length} task(s) in ${tasksDir}`);
+  const tasks = await loadSelected(tasksDir, opts.filter ?? []);
   const backend = await loadBackend({ name: opts.backend, mirrors });
   const jobDir = opts.jobDir ? resolve(opts.jobDir) : defaultJobDir(tasksPath);
 
   // With --json, stdout carries only the report; what happens meanwhile goes to stderr.
   const display = createDisplay(opts.json ? process.stderr : process.stdout, tasks.length);
   const say = (text: string) => (opts.json ? process.stderr : process.stdout).write(`${text}\n`);
-  say(`berth run: ${tasks.length} task(s) from ${tasksDir} on ${backend.name}, agent ${opts.agent}, job ${jobDir}`);
+  say(`berth run: ${tasks.length} task(s) from ${tasksDir} on ${backend.name} (${backend.target}), agent ${opts.agent}, job ${jobDir}`);
+  printNotes(tasks, say);
+  if (opts.fresh) {
+    const aside = await setJobAside(jobDir);
+    if (aside) say(`--fresh: the previous job is now ${aside}`);
+  }
   const events = new EventEmitter<RunEvents>();
   attachDisplay(events, display);
   const controller = new AbortController();
   const release = stopOnSignals(controller, (text) => display.notice(text));
   let result;
   try {
-    result = await runHarborJob({ tasks, tasksDir, backend, jobDir, agent, maxAttempts, concurrency, ...(deadlineMs ? { deadlineMs } : {}), signal: controller.signal, events });
+    result = await runHarborJob({ tasks, tasksDir, backend, jobDir, agent, agentId: agentIdOf(opts.agent), maxAttempts, concurrency, ...(deadlineMs ? { deadlineMs } : {}), signal: controller.signal, events });
+  } catch (error) {
+    if (RunMismatchError.isInstance(error) && error instanceof RunMismatchError) throw mismatchUsage(jobDir, error);
+    throw error;
   } finally {
     release();
     display.stop();
@@ -99,6 +133,7 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
     process.stdout.write(`${JSON.stringify({ jobDir, report, resume: result.resume ?? null }, null, 2)}\n`);
   } else {
     if (result.resume && result.resume.reusedAttempts > 0) say(`resumed: ${result.resume.reusedAttempts} attempt(s) reused from the journal, ${result.resume.interruptedAttempts} interrupted one(s) run again`);
+    if (result.resume && result.resume.changedTasks.length > 0) say(`changed since the last run, so run again: ${result.resume.changedTasks.join(', ')}`);
     const mean = report.score ? `${report.score.mean.toFixed(3)} over ${report.score.over}` : 'n/a';
     say(`scored ${report.scored}/${report.total} (coverage ${report.coverage.toFixed(3)}), mean reward ${mean}, task failures ${report.taskFailures}, infra failed ${report.infraFailed.total}, not run ${report.notRun.total}, ${report.attempts} attempt(s), ${report.retries} retries`);
     say(`valid: ${report.valid ? 'yes' : 'NO'}`);
@@ -121,14 +156,17 @@ export function registerRun(program: Command): void {
     .option('--deadline <duration>', 'stop the run after this long (e.g. 2h); unfinished tasks are reported as not run')
     .option('--job-dir <dir>', 'where results, the journal and report.json go (default ./berth-jobs/<tasks dir name>); the same job dir resumes')
     .option('--mirror <from=to>', 'pull images starting with <from> from <to> instead (repeatable)', collect)
-    .option('--filter <glob>', 'only tasks whose id matches (repeatable; * ? [..])', collect)
+    .option('--filter <glob>', 'only tasks whose id matches (repeatable; * ? [..]); other task directories are not even read', collect)
+    .option('--fresh', 'start the job over: the job dir of an earlier run is moved aside (<dir>.replaced-<time>), not deleted')
     .option('--json', 'print the run report as JSON on stdout (progress goes to stderr)')
     .addHelpText(
       'after',
       `
 Exit status: 0 when the run is valid, 1 when it is not (the reasons are printed), 2 on a usage or
 configuration error. Ctrl-C once stops gracefully (report written, stopped tasks not_run); twice exits
-at once. Running the same command again resumes: settled attempts are reused, none run twice.
+at once. Running the same command again resumes: settled attempts are reused, none run twice; a
+task whose files changed runs again. A job dir of another run (another --agent, --backend, cluster
+or --attempts) is refused: --fresh starts over, or give another --job-dir.
 
 Examples:
   berth run examples/tasks
