@@ -1,4 +1,6 @@
-import type { Backend, MirrorRule } from '@berth/core';
+import type { Backend, ImageBuilder, MirrorRule } from '@berth/core';
+import type { Command } from 'commander';
+import { collect, mirrorRules } from './options.js';
 import { UsageError } from './usage-error.js';
 
 /** The backends the CLI knows, by the name given to --backend: the package and its factory. */
@@ -11,37 +13,92 @@ const BACKENDS = {
 export type BackendName = keyof typeof BACKENDS;
 export const BACKEND_NAMES = Object.keys(BACKENDS) as BackendName[];
 
-export interface BackendChoice {
-  name: string;
-  mirrors?: readonly MirrorRule[];
+/** The backend flags every sandbox-making command takes, as commander gives them. */
+export interface BackendFlags {
+  backend: string;
+  mirror?: string[];
+  kubeconfig?: string;
+  context?: string;
+  namespace?: string;
+  buildRepository?: string;
 }
 
-type Factory = (options: { mirrors?: readonly MirrorRule[] }) => Backend;
+/** Where a flag applies: a k8s flag with another backend is a mistake worth saying. */
+const K8S_FLAGS = [
+  ['kubeconfig', '--kubeconfig'],
+  ['context', '--context'],
+  ['namespace', '--namespace'],
+  ['buildRepository', '--build-repository'],
+] as const;
+
+/**
+ * --backend and what configures it, named as kubectl names them (--kubeconfig, --context,
+ * -n/--namespace). Everything else comes from each backend's own environment (DOCKER_HOST,
+ * KUBECONFIG, Modal's token variables or ~/.modal.toml), as its package documents.
+ */
+export function addBackendOptions(command: Command, { mirror = true } = {}): Command {
+  command
+    .option('--backend <name>', 'docker, k8s or modal (k8s and modal are separate packages)', 'docker')
+    .option('--kubeconfig <file>', 'k8s: the kubeconfig (default $KUBECONFIG, else ~/.kube/config)')
+    .option('--context <name>', "k8s: a context of the kubeconfig (default: its current context)")
+    .option('-n, --namespace <ns>', "k8s: the namespace pods go into (default: the context's, else 'default'; berth says which)")
+    .option('--build-repository <repo>', 'k8s: build environment/Dockerfile images with the local Docker engine and push them to this repository (e.g. registry.example/team/berth-builds), for the cluster to pull; default $BERTH_BUILD_REPOSITORY');
+  if (mirror) command.option('--mirror <from=to>', 'pull images starting with <from> from <to> instead (repeatable)', collect);
+  return command;
+}
+
+type Factory = (options: Record<string, unknown>) => Backend;
 
 function isMissing(error: unknown, pkg: string): boolean {
   const e = error as NodeJS.ErrnoException;
   return (e?.code === 'ERR_MODULE_NOT_FOUND' || e?.code === 'MODULE_NOT_FOUND') && String(e.message).includes(pkg);
 }
 
+async function importBackend(name: BackendName): Promise<Record<string, unknown>> {
+  const { pkg } = BACKENDS[name];
+  try {
+    return (await import(pkg)) as Record<string, unknown>;
+  } catch (error) {
+    if (isMissing(error, pkg)) throw new UsageError(`the ${name} backend is not installed: run \`npm install ${pkg}\` beside @berth/cli, then try again`);
+    throw error;
+  }
+}
+
+/** The k8s options the flags give: kubeconfig source, namespace, and a builder that pushes where the cluster pulls. */
+async function k8sOptions(flags: BackendFlags, env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
+  const options: Record<string, unknown> = {};
+  if (flags.kubeconfig || flags.context) options.kubeconfig = { ...(flags.kubeconfig ? { file: flags.kubeconfig } : {}), ...(flags.context ? { context: flags.context } : {}) };
+  if (flags.namespace) options.namespace = flags.namespace;
+  const repository = flags.buildRepository ?? env.BERTH_BUILD_REPOSITORY;
+  if (repository) {
+    const docker = await importBackend('docker');
+    const create = docker.createRegistryImageBuilder as ((o: { repository: string }) => ImageBuilder) | undefined;
+    if (typeof create !== 'function') throw new UsageError('@berth/backend-docker does not export createRegistryImageBuilder: is it the same version as @berth/cli?');
+    try {
+      options.builder = create({ repository });
+    } catch (error) {
+      throw new UsageError(`--build-repository: ${(error as Error).message.replace(/^repository /, '')}`);
+    }
+  }
+  return options;
+}
+
 /**
  * The backend named on the command line, loaded by package name: only Docker comes with the CLI;
  * k8s and modal are separate packages, and a missing one is a usage error that says how to add it.
- * Each backend reads its own configuration from the environment (DOCKER_HOST, KUBECONFIG, Modal's
- * token variables or ~/.modal.toml), as its package documents.
  */
-export async function loadBackend({ name, mirrors }: BackendChoice): Promise<Backend> {
+export async function loadBackend(flags: BackendFlags, env: NodeJS.ProcessEnv = process.env): Promise<Backend> {
+  const name = flags.backend;
   if (!(name in BACKENDS)) throw new UsageError(`unknown backend "${name}": choose one of ${BACKEND_NAMES.join(', ')}`);
-  const { pkg, factory } = BACKENDS[name as BackendName];
-  let module: Record<string, unknown>;
-  try {
-    module = (await import(pkg)) as Record<string, unknown>;
-  } catch (error) {
-    if (isMissing(error, pkg)) {
-      throw new UsageError(`the ${name} backend is not installed: run \`npm install ${pkg}\` beside @berth/cli, then try again`);
-    }
-    throw error;
+  if (name !== 'k8s') {
+    const misplaced = K8S_FLAGS.filter(([key]) => flags[key] !== undefined).map(([, flag]) => flag);
+    if (misplaced.length > 0) throw new UsageError(`${misplaced.join(', ')} ${misplaced.length > 1 ? 'are' : 'is'} for --backend k8s, not --backend ${name}`);
   }
+  const module = await importBackend(name as BackendName);
+  const { pkg, factory } = BACKENDS[name as BackendName];
   const create = module[factory] as Factory | undefined;
   if (typeof create !== 'function') throw new UsageError(`${pkg} does not export ${factory}: is it a berth backend package of the same version as @berth/cli?`);
-  return create(mirrors && mirrors.length > 0 ? { mirrors } : {});
+  const mirrors: readonly MirrorRule[] = mirrorRules(flags.mirror);
+  const options: Record<string, unknown> = { ...(mirrors.length > 0 ? { mirrors } : {}), ...(name === 'k8s' ? await k8sOptions(flags, env) : {}) };
+  return create(options);
 }

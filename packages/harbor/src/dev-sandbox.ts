@@ -25,8 +25,17 @@ export async function startTaskSandbox(backend: Backend, task: HarborTask, optio
   try {
     await env.start({ signal });
     await setUpTaskSandbox(env, task, signal);
-    if (options.upload?.tests !== false) await env.uploadDir(task.testsDir, '/tests', { signal });
-    if (options.upload?.solution !== false && task.solutionDir) await env.uploadDir(task.solutionDir, '/solution', { signal });
+    const scripts: string[] = [];
+    if (options.upload?.tests !== false) {
+      await env.uploadDir(task.testsDir, '/tests', { signal });
+      scripts.push('/tests/test.sh');
+    }
+    if (options.upload?.solution !== false && task.solutionDir) {
+      await env.uploadDir(task.solutionDir, '/solution', { signal });
+      scripts.push('/solution/solve.sh');
+    }
+    // Executable, as a trial makes them before running them, so `/tests/test.sh` runs by hand too.
+    if (scripts.length > 0) await env.exec(['chmod', '+x', ...scripts], { user: '0', signal });
     return env;
   } catch (error) {
     await env.teardown().catch(() => undefined);

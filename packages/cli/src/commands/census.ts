@@ -24,7 +24,8 @@ export async function censusCommand(jobDir: string, opts: { json?: boolean; exam
     return 0;
   }
   const lines = [`${groups.length} problem(s) among ${failed.length} failed attempt(s) of ${new Set(failed.map((a) => a.taskId)).size} task(s) (${job.tasks.length} tasks in the run)`, ''];
-  const width = Math.max(60, (process.stdout.columns ?? 120) - 8);
+  // Off a terminal (a log, a pipe) nothing is cut: the end of a message says what to do.
+  const width = process.stdout.isTTY ? Math.max(60, (process.stdout.columns ?? 120) - 8) : Infinity;
   for (const g of groups) {
     lines.push(`${String(g.attempts).padStart(5)}  ${g.category}  ${g.type}  (${g.tasks} task(s), final for ${g.finalFor})`);
     lines.push(`       ${clip(g.pattern, width)}`);

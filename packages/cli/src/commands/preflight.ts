@@ -2,14 +2,12 @@ import { resolve } from 'node:path';
 import { serializeError, type EnvironmentSpecInput, type PreflightCheck, type PreflightStatus } from '@berth/core';
 import { buildSpec, type HarborTask } from '@berth/harbor';
 import type { Command } from 'commander';
-import { loadBackend } from '../backends.js';
-import { collect, mirrorRules } from '../options.js';
+import { addBackendOptions, loadBackend, type BackendFlags } from '../backends.js';
+import { collect } from '../options.js';
 import { renderTable } from '../table.js';
 import { loadSelected } from '../task-filter.js';
 
-interface PreflightOptions {
-  backend: string;
-  mirror?: string[];
+interface PreflightOptions extends BackendFlags {
   filter?: string[];
   json?: boolean;
 }
@@ -39,7 +37,7 @@ function firstLine(text: string): string {
 export async function preflightCommand(tasksPath: string, opts: PreflightOptions): Promise<number> {
   const tasksDir = resolve(tasksPath);
   const tasks = await loadSelected(tasksDir, opts.filter ?? []);
-  const backend = await loadBackend({ name: opts.backend, mirrors: mirrorRules(opts.mirror) });
+  const backend = await loadBackend(opts);
   const base = await backend.preflight();
   const baseNames = new Set(base.checks.map((c) => c.name));
 
@@ -102,12 +100,11 @@ export async function preflightCommand(tasksPath: string, opts: PreflightOptions
 }
 
 export function registerPreflight(program: Command): void {
-  program
+  const command = program
     .command('preflight')
     .description('Check, before a run, that the backend works and every distinct image can be pulled (or built) with the credentials the run would use')
-    .argument('<tasks>', 'a dataset directory or one task directory')
-    .option('--backend <name>', 'docker, k8s or modal', 'docker')
-    .option('--mirror <from=to>', 'as for berth run (repeatable)', collect)
+    .argument('<tasks>', 'a dataset directory or one task directory');
+  addBackendOptions(command)
     .option('--filter <glob>', 'only tasks whose id matches (repeatable)', collect)
     .option('--json', 'print the checks as JSON')
     .addHelpText(

@@ -1,23 +1,22 @@
 import { basename, resolve } from 'node:path';
 import { EventEmitter, RunMismatchError, type Backend, type RunEvents } from '@berth/core';
-import { runHarborJob, setJobAside, type HarborTask } from '@berth/harbor';
+import { runHarborJob, setJobAside } from '@berth/harbor';
 import { agentFromOption, agentIdOf } from '../agent-command.js';
-import { loadBackend } from '../backends.js';
+import { addBackendOptions, loadBackend, type BackendFlags } from '../backends.js';
 import { parseDuration } from '../duration.js';
-import { collect, mirrorRules, positiveInt } from '../options.js';
+import { collect, positiveInt } from '../options.js';
 import { attachDisplay, createDisplay } from '../run/run-display.js';
 import { loadSelected } from '../task-filter.js';
+import { printNotes } from '../task-notes.js';
 import { UsageError } from '../usage-error.js';
 import type { Command } from 'commander';
 
-export interface RunOptions {
-  backend: string;
+export interface RunOptions extends BackendFlags {
   agent: string;
   attempts: string;
   concurrency: string;
   deadline?: string;
   jobDir?: string;
-  mirror?: string[];
   filter?: string[];
   fresh?: boolean;
   json?: boolean;
@@ -45,10 +44,6 @@ function mismatchUsage(jobDir: string, error: RunMismatchError): UsageError {
   );
 }
 
-/** Fields a task.toml sets that berth does not use (typos such as [verifer] among them): said once per task, before the run. */
-function printNotes(tasks: readonly HarborTask[], say: (text: string) => void): void {
-  for (const task of tasks) for (const note of task.notes) say(`note: ${task.id}: ${note}`);
-}
 
 /** Where a run's files go unless --job-dir says: ./berth-jobs/<tasks dir name>, so the same command resumes. */
 export function defaultJobDir(tasksPath: string): string {
@@ -97,11 +92,10 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
   const maxAttempts = positiveInt(opts.attempts, '--attempts');
   const concurrency = positiveInt(opts.concurrency, '--concurrency');
   const deadlineMs = opts.deadline === undefined ? undefined : parseDuration(opts.deadline, '--deadline');
-  const mirrors = mirrorRules(opts.mirror);
   const agent = agentFromOption(opts.agent);
   const tasksDir = resolve(tasksPath);
   const tasks = await loadSelected(tasksDir, opts.filter ?? []);
-  const backend = await loadBackend({ name: opts.backend, mirrors });
+  const backend = await loadBackend(opts);
   const jobDir = opts.jobDir ? resolve(opts.jobDir) : defaultJobDir(tasksPath);
 
   // With --json, stdout carries only the report; what happens meanwhile goes to stderr.
@@ -145,17 +139,17 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
 }
 
 export function registerRun(program: Command): void {
-  program
+  const command = program
     .command('run')
     .description('Run harbor-layout tasks (a dataset directory, or one task directory) and write a job directory with a report')
-    .argument('<tasks>', 'a dataset directory (one subdirectory per task) or one task directory')
-    .option('--backend <name>', 'docker, k8s or modal (k8s and modal are separate packages)', 'docker')
+    .argument('<tasks>', 'a dataset directory (one subdirectory per task) or one task directory');
+  addBackendOptions(command);
+  command
     .option('--agent <agent>', "'oracle' (the task's solution), 'none', or a shell command run in the sandbox", 'oracle')
     .option('--attempts <n>', 'attempts per task, the first included (only transient infrastructure failures are retried)', '3')
     .option('--concurrency <n>', 'tasks running at once', '4')
     .option('--deadline <duration>', 'stop the run after this long (e.g. 2h); unfinished tasks are reported as not run')
     .option('--job-dir <dir>', 'where results, the journal and report.json go (default ./berth-jobs/<tasks dir name>); the same job dir resumes')
-    .option('--mirror <from=to>', 'pull images starting with <from> from <to> instead (repeatable)', collect)
     .option('--filter <glob>', 'only tasks whose id matches (repeatable; * ? [..]); other task directories are not even read', collect)
     .option('--fresh', 'start the job over: the job dir of an earlier run is moved aside (<dir>.replaced-<time>), not deleted')
     .option('--json', 'print the run report as JSON on stdout (progress goes to stderr)')

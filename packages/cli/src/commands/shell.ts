@@ -2,13 +2,10 @@ import { resolve } from 'node:path';
 import { describeImage, type Environment, type ExecOptions } from '@berth/core';
 import { loadHarborTasks, startTaskSandbox, type HarborTask } from '@berth/harbor';
 import type { Command } from 'commander';
-import { loadBackend } from '../backends.js';
-import { collect, mirrorRules } from '../options.js';
+import { addBackendOptions, loadBackend, type BackendFlags } from '../backends.js';
 import { UsageError } from '../usage-error.js';
 
-interface SandboxOptions {
-  backend: string;
-  mirror?: string[];
+interface SandboxOptions extends BackendFlags {
   json?: boolean;
   tty?: boolean;
 }
@@ -25,7 +22,7 @@ async function loadOneTask(taskDir: string): Promise<HarborTask> {
  */
 async function withTaskSandbox(taskDir: string, opts: SandboxOptions, needsTty: boolean, work: (env: Environment, task: HarborTask, signal: AbortSignal) => Promise<number>): Promise<number> {
   const task = await loadOneTask(taskDir);
-  const backend = await loadBackend({ name: opts.backend, mirrors: mirrorRules(opts.mirror) });
+  const backend = await loadBackend(opts);
   if (needsTty && !backend.capabilities.tty) throw new UsageError(`the ${backend.name} backend cannot give a command a terminal (tty); use --backend docker for an interactive shell, or \`berth exec\``);
   const controller = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => controller.abort(new Error(`stopped by ${signal}`));
@@ -42,6 +39,14 @@ async function withTaskSandbox(taskDir: string, opts: SandboxOptions, needsTty: 
   } finally {
     for (const s of ['SIGTERM', 'SIGHUP', 'SIGINT'] as const) process.off(s, onSignal);
   }
+}
+
+/**
+ * The terminal's size for the sandbox's pty. Some terminals report 0x0 (under `script`, in CI, in
+ * some IDEs): a size of 0 is no size, so the usual 24x80 is used, as for none.
+ */
+export function terminalSize(out: { rows?: number; columns?: number }): { rows: number; cols: number } {
+  return { rows: out.rows || 24, cols: out.columns || 80 };
 }
 
 function taskExecOptions(task: HarborTask, signal: AbortSignal): ExecOptions {
@@ -67,7 +72,7 @@ export async function shellCommand(taskDir: string, opts: SandboxOptions): Promi
     try {
       const result = await env.exec(['/bin/sh', '-c', 'if command -v bash >/dev/null 2>&1; then exec bash -i; else exec sh -i; fi'], {
         ...taskExecOptions(task, signal),
-        tty: { rows: process.stdout.rows ?? 24, cols: process.stdout.columns ?? 80 },
+        tty: terminalSize(process.stdout),
         env: { TERM: process.env.TERM ?? 'xterm' },
         stdin,
         onStdout: (chunk) => process.stdout.write(chunk),
@@ -86,7 +91,7 @@ export async function execCommand(taskDir: string, command: string[], opts: Sand
   return withTaskSandbox(taskDir, opts, opts.tty === true, async (env, task, signal) => {
     const result = await env.exec(argv, {
       ...taskExecOptions(task, signal),
-      ...(opts.tty ? { tty: { rows: process.stdout.rows ?? 24, cols: process.stdout.columns ?? 80 }, stdin: process.stdin } : {}),
+      ...(opts.tty ? { tty: terminalSize(process.stdout), stdin: process.stdin } : {}),
       ...(opts.json ? {} : { onStdout: (c: Uint8Array) => process.stdout.write(c), onStderr: (c: Uint8Array) => process.stderr.write(c) }),
     });
     if (opts.json) {
@@ -97,15 +102,12 @@ export async function execCommand(taskDir: string, command: string[], opts: Sand
   });
 }
 
-const backendOption = ['--backend <name>', 'docker, k8s or modal', 'docker'] as const;
-
 export function registerShell(program: Command): void {
-  program
+  const command = program
     .command('shell')
     .description("Open an interactive shell in a task's sandbox (tests in /tests, solution in /solution); the sandbox is removed when the shell exits")
-    .argument('<task-dir>', 'one task directory (with task.toml)')
-    .option(...backendOption)
-    .option('--mirror <from=to>', 'as for berth run (repeatable)', collect)
+    .argument('<task-dir>', 'one task directory (with task.toml)');
+  addBackendOptions(command)
     .addHelpText('after', `\nExample:\n  berth shell examples/tasks/hello-world\n  (then: sh /solution/solve.sh && sh /tests/test.sh; cat /logs/verifier/reward.txt)`)
     .action(async (taskDir: string, opts: SandboxOptions) => {
       process.exitCode = await shellCommand(taskDir, opts);
@@ -113,13 +115,12 @@ export function registerShell(program: Command): void {
 }
 
 export function registerExec(program: Command): void {
-  program
+  const command = program
     .command('exec')
     .description("Run one command in a task's sandbox and exit with its exit status; the sandbox is removed afterwards")
     .argument('<task-dir>', 'one task directory (with task.toml)')
-    .argument('[command...]', 'after --: one argument runs as a shell line, several as an exact argv')
-    .option(...backendOption)
-    .option('--mirror <from=to>', 'as for berth run (repeatable)', collect)
+    .argument('[command...]', 'after --: one argument runs as a shell line, several as an exact argv');
+  addBackendOptions(command)
     .option('--tty', 'give the command a terminal (your stdin is its input)')
     .option('--json', 'print the result (exit code, stdout, stderr, duration) as JSON instead of streaming the output')
     .addHelpText('after', `\nExit status: the command's own (124 if it timed out); 2 on a usage error.\n\nExamples:\n  berth exec examples/tasks/hello-world -- sh /solution/solve.sh\n  berth exec examples/tasks/hello-world -- 'ls -la /tests | wc -l'`)

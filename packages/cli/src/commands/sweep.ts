@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
-import { loadBackend } from '../backends.js';
+import { addBackendOptions, loadBackend, type BackendFlags } from '../backends.js';
 import { parseDuration } from '../duration.js';
 
-interface SweepOptions {
-  backend: string;
+interface SweepOptions extends BackendFlags {
   olderThan?: string;
   dryRun?: boolean;
   json?: boolean;
@@ -11,7 +10,7 @@ interface SweepOptions {
 
 export async function sweepCommand(opts: SweepOptions): Promise<number> {
   const olderThanMs = opts.olderThan === undefined ? undefined : parseDuration(opts.olderThan, '--older-than');
-  const backend = await loadBackend({ name: opts.backend });
+  const backend = await loadBackend(opts);
   const report = await backend.sweep({ ...(olderThanMs !== undefined ? { olderThanMs } : {}), ...(opts.dryRun ? { dryRun: true } : {}) });
   if (opts.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
@@ -27,10 +26,10 @@ export async function sweepCommand(opts: SweepOptions): Promise<number> {
 }
 
 export function registerSweep(program: Command): void {
-  program
+  const command = program
     .command('sweep')
-    .description("Remove sandboxes berth left behind: those of processes that died (a kill -9, a crash), and with --older-than, any older than that")
-    .option('--backend <name>', 'docker, k8s or modal', 'docker')
+    .description("Remove sandboxes berth left behind: those of processes that died (a kill -9, a crash), and with --older-than, any older than that");
+  addBackendOptions(command, { mirror: false })
     .option('--older-than <duration>', "also remove berth's sandboxes older than this (e.g. 2h), even if their process lives or runs elsewhere")
     .option('--dry-run', 'list what would be removed, remove nothing')
     .option('--json', 'print the sweep report as JSON')

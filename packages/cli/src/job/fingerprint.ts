@@ -23,7 +23,7 @@ export function normaliseMessage(message: string, taskId?: string): string {
   let text = (message.split('\n')[0] ?? '').trim();
   if (taskId) text = text.replace(new RegExp(escapeRegExp(taskId), 'g'), '<task>');
   for (const [pattern, replacement] of RULES) text = text.replace(pattern, replacement);
-  return text.replace(/\s+/g, ' ').slice(0, 300);
+  return text.replace(/\s+/g, ' ').slice(0, 2000);
 }
 
 /** One problem: the failed attempts that share category, type and normalised message. */

@@ -14,22 +14,40 @@ export function taskVerdict(record: TaskRecord): string {
 }
 
 /** 'permanent_infra ImagePullError: <first line of the message>' */
-export function describeFailure(failure: Pick<AttemptFailure, 'category' | 'type' | 'message'> | undefined, width = 160): string {
+export function describeFailure(failure: Pick<AttemptFailure, 'category' | 'type' | 'message'> | undefined, width = Infinity): string {
   if (!failure) return 'unknown';
   const first = failure.message.split('\n')[0] ?? '';
   return clip(`${failure.category} ${failure.type}: ${first}`, width);
 }
 
-export function clip(text: string, width: number): string {
-  return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`;
+function ordinal(n: number): string {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? 'th' : (['th', 'st', 'nd', 'rd'][n % 10] ?? 'th');
+  return `${n}${suffix}`;
 }
 
-/** One line per settled task, for logs: `[ 12/300] task-id  rewarded 1  (attempt 1 of 1, 3.2s)`. */
+/**
+ * Fit a line into `width` characters by cutting its middle: a berth message ends with what to do
+ * ("...; pass options.builder"), so the tail is kept.
+ */
+export function clip(text: string, width: number): string {
+  if (text.length <= width) return text;
+  if (width < 20) return `${text.slice(0, Math.max(0, width - 1))}…`;
+  const tail = Math.floor((width - 1) * 0.45);
+  return `${text.slice(0, width - 1 - tail)}…${text.slice(text.length - tail)}`;
+}
+
+/**
+ * One line per settled task, for logs: `[ 12/300] task-id  rewarded 1  (1 attempt, 3.2 s)`, or
+ * `(2 attempts, the 2nd chosen, 9.1 s)` after a retry. ("attempt 1 of 1" read like a limit of one.)
+ */
 export function settledLine(record: TaskRecord, progress: Pick<RunProgress, 'settled' | 'total'>): string {
   const width = String(progress.total).length;
   const last = record.attempts.at(-1);
   const shown = record.chosenAttempt ?? last?.attempt;
   const took = record.attempts.reduce((sum, a) => sum + a.durationMs, 0);
-  const where = shown === undefined ? 'no attempt' : `attempt ${shown} of ${record.attempts.length}, ${formatDuration(took)}`;
+  const n = record.attempts.length;
+  const chosen = record.chosenAttempt !== undefined && n > 1 ? `, the ${ordinal(record.chosenAttempt)} chosen` : '';
+  const where = shown === undefined ? 'no attempt' : `${n} attempt${n === 1 ? '' : 's'}${chosen}, ${formatDuration(took)}`;
   return `[${String(progress.settled).padStart(width)}/${progress.total}] ${record.taskId}  ${taskVerdict(record)}  (${where})`;
 }
