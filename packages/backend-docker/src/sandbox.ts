@@ -5,10 +5,12 @@ import {
   BUILD_REPOSITORY,
   keepAliveCommand,
   notPresentNeverPull,
+  refusedBeforeSending,
   resolvePullCredential,
   throwIfAborted,
   type ArchiveTransport,
   type CreateContext,
+  type CreateOutcome,
   type ProcessRequest,
   type SandboxProcess,
   type SandboxStatus,
@@ -37,6 +39,8 @@ export class DockerSandbox implements SandboxTransport {
   readonly #source: DockerImageSource;
   /** What the container runs: the pulled reference, or the build's tag once built. */
   #image: ImageRef;
+  /** Whether a container may exist: only the create call makes one (pulls and builds make images). */
+  #outcome: CreateOutcome = 'not-attempted';
 
   constructor(docker: Docker, options: DockerBackendOptions, id: string, spec: EnvironmentSpec, source: DockerImageSource) {
     this.#docker = docker;
@@ -125,7 +129,7 @@ export class DockerSandbox implements SandboxTransport {
       .filter((m) => m.type === 'bind')
       .map((m) => ({ Type: 'bind', Source: m.source, Target: m.target, ReadOnly: m.readOnly }));
     try {
-      await this.#docker.createContainer({
+      await this.#createContainer({
         name: this.#id,
         Image: this.#image.canonical,
         Entrypoint: [],
@@ -159,6 +163,22 @@ export class DockerSandbox implements SandboxTransport {
       // Deterministic refusals first: the engine reports some of them as 500s.
       throw startRefusal(error, this.#ctx('start'), this.#image.original) ?? mapDaemonError(error, this.#ctx('start')) ?? error;
     }
+  }
+
+  async #createContainer(options: Docker.ContainerCreateOptions): Promise<void> {
+    try {
+      await this.#docker.createContainer(options);
+    } catch (error) {
+      // Once sent, a container may exist (an answer lost to a cut connection): teardown removes
+      // it. Only a connection that was never made proves there is none.
+      this.#outcome = refusedBeforeSending(error) ? 'refused' : 'unknown';
+      throw error;
+    }
+    this.#outcome = 'created';
+  }
+
+  createOutcome(): CreateOutcome {
+    return this.#outcome;
   }
 
   async inspect(): Promise<SandboxStatus> {

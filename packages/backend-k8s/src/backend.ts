@@ -26,10 +26,10 @@ import {
   preflightSpec,
   startAndCleanUp,
 } from '@berth/core/backend-kit';
-import { BACKEND, Cluster } from './cluster.js';
+import { BACKEND, Cluster, type K8sTarget } from './cluster.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
 import type { K8sBackendOptions } from './options.js';
-import { checkImage, checkNodes, checkRbac } from './preflight.js';
+import { checkApi, checkImage, checkNodes, checkRbac } from './preflight.js';
 import { podManifest } from './pod-manifest.js';
 import { LABEL_PULL_SECRET, PullSecrets } from './pull-secrets.js';
 import { K8sSandbox } from './sandbox.js';
@@ -84,6 +84,11 @@ export class K8sBackend implements Backend {
     return (this.#cluster ??= new Cluster(this.#options));
   }
 
+  /** `target`, in parts: the API server, the namespace and why that one. Reads the kubeconfig, calls nothing. */
+  resolveTarget(): K8sTarget {
+    return this.cluster.target();
+  }
+
   environment(input: EnvironmentSpecInput): Environment {
     const spec = parseEnvironmentSpec(input, { backend: BACKEND });
     assertSupported(spec, this.capabilities, BACKEND, HINTS);
@@ -110,14 +115,16 @@ export class K8sBackend implements Backend {
 
   async preflight(input?: EnvironmentSpecInput): Promise<PreflightReport> {
     const checks: PreflightCheck[] = [];
+    let cluster: Cluster;
     try {
-      const { core, namespace } = this.cluster;
-      await idempotent(() => core.listNamespacedPod({ namespace, limit: 1 }));
-      checks.push({ name: 'api', status: 'ok', message: `the Kubernetes API at ${this.cluster.server} lists pods in ${namespace}` });
+      cluster = this.cluster;
     } catch (error) {
-      checks.push(preflightFailure('api', mapApiError(error, { operation: 'preflight' }) ?? error));
+      // No kubeconfig, or one without a cluster: the ConfigError says what to do.
+      checks.push(preflightFailure('kubeconfig', error));
       return { backend: BACKEND, ok: false, checks };
     }
+    checks.push(await checkApi(cluster));
+    if (checks[0]!.status === 'fail') return { backend: BACKEND, ok: false, checks };
     try {
       checks.push(await checkRbac(this.cluster));
     } catch (error) {

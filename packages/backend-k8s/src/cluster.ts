@@ -1,14 +1,28 @@
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { CoreV1Api, KubeConfig, findHomeDir } from '@kubernetes/client-node';
 import { ConfigError } from '@berth/core';
 import type { K8sBackendOptions } from './options.js';
 
 export const BACKEND = 'k8s';
+
+/** Where the backend's calls go, as resolved from the options and the kubeconfig (no API call). */
+export interface K8sTarget {
+  /** https://host:port of the API server. */
+  server: string;
+  /** The kubeconfig's current context ('inClusterContext' for a pod's service account). */
+  context: string;
+  namespace: string;
+  /** Where the namespace came from: options.namespace, the context's own, or 'default' because the context names none. */
+  namespaceFrom: 'options' | 'context' | 'default';
+}
 
 /** The API client and namespace of one backend instance, made on first use (the factory does no I/O). */
 export class Cluster {
   readonly kc: KubeConfig;
   readonly core: CoreV1Api;
   readonly namespace: string;
+  readonly namespaceFrom: K8sTarget['namespaceFrom'];
   /** https://host:port of the API server, for the exec WebSocket. */
   readonly server: string;
   /** The exec subprotocol the API server chose, once known: v4 servers get framed stdin. */
@@ -25,19 +39,39 @@ export class Cluster {
     this.server = cluster.server.replace(/\/+$/, '');
     this.core = this.kc.makeApiClient(CoreV1Api);
     this.execKeepAliveMs = options.execKeepAliveMs ?? 30_000;
-    this.namespace = options.namespace ?? this.kc.getContextObject(this.kc.getCurrentContext())?.namespace ?? 'default';
+    const fromContext = this.kc.getContextObject(this.kc.getCurrentContext())?.namespace;
+    this.namespace = options.namespace ?? fromContext ?? 'default';
+    this.namespaceFrom = options.namespace ? 'options' : fromContext ? 'context' : 'default';
+  }
+
+  target(): K8sTarget {
+    return { server: this.server, context: this.kc.getCurrentContext(), namespace: this.namespace, namespaceFrom: this.namespaceFrom };
   }
 }
+
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 function loadKubeConfig(options: K8sBackendOptions): KubeConfig {
   const source = options.kubeconfig;
   if (source instanceof KubeConfig) return source;
   const kc = new KubeConfig();
+  const defaults = !source?.inCluster && !source?.file;
+  // Checked before loading: client-node's default, when it finds nothing, is http://localhost:8080,
+  // and every call then fails on "HTTP protocol is not allowed when skipTLSVerify is not set".
+  const missing = defaults ? noDefaultKubeconfig() : undefined;
+  if (missing) {
+    throw new ConfigError({
+      operation: 'config',
+      backend: BACKEND,
+      path: 'options.kubeconfig',
+      message: `no kubeconfig found: ${missing}; pass options.kubeconfig, set KUBECONFIG, or create ~/.kube/config`,
+    });
+  }
   try {
     if (source?.inCluster) kc.loadFromCluster();
     else if (source?.file) kc.loadFromFile(source.file);
     else kc.loadFromDefault();
-    if (source && !(source instanceof KubeConfig) && source.context) kc.setCurrentContext(source.context);
+    if (source?.context) kc.setCurrentContext(source.context);
   } catch (error) {
     throw new ConfigError({
       operation: 'config',
@@ -48,4 +82,22 @@ function loadKubeConfig(options: K8sBackendOptions): KubeConfig {
     });
   }
   return kc;
+}
+
+/**
+ * The places loadFromDefault looks, in its order: KUBECONFIG, ~/.kube/config, then a pod's service
+ * account (as client-go: KUBERNETES_SERVICE_HOST and _PORT set, and the token mounted). What was
+ * looked for, when none is there; undefined when one is.
+ */
+function noDefaultKubeconfig(): string | undefined {
+  // On Windows client-node also asks WSL: left to it.
+  if (process.env.KUBECONFIG || process.platform === 'win32') return undefined;
+  const home = findHomeDir();
+  const config = home ? join(home, '.kube', 'config') : undefined;
+  if (config && existsSync(config)) return undefined;
+  const { KUBERNETES_SERVICE_HOST: host, KUBERNETES_SERVICE_PORT: port } = process.env;
+  const token = existsSync(SERVICE_ACCOUNT_TOKEN);
+  if (host && port && token) return undefined;
+  const notInPod = !host || !port ? 'KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set' : `there is no service account token at ${SERVICE_ACCOUNT_TOKEN}`;
+  return `KUBECONFIG is not set, ${config ? `${config} does not exist` : 'there is no home directory for ~/.kube/config'}, and this is not a pod in a cluster (${notInPod})`;
 }

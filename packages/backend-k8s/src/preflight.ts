@@ -1,8 +1,8 @@
 import { AuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
 import type { ImageAuth, ImageRef, PreflightCheck } from '@berth/core';
 import { preflightFailure, probeImage, pullFailure, resolvePullCredential, type PullCredential } from '@berth/core/backend-kit';
-import { BACKEND, type Cluster } from './cluster.js';
-import { apiMessage, idempotent, statusOf } from './k8s-errors.js';
+import { BACKEND, type Cluster, type K8sTarget } from './cluster.js';
+import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
 import { nodeMisfits } from './node-fit.js';
 import type { K8sBackendOptions } from './options.js';
 
@@ -18,6 +18,27 @@ const NEEDED: ReadonlyArray<[verb: string, resource: string, subresource?: strin
   ['create', 'secrets'],
   ['delete', 'secrets'],
 ];
+
+/** Why this namespace: a context that names none gets 'default', said, not silently. */
+function namespaceOrigin(target: K8sTarget): string {
+  if (target.namespaceFrom === 'options') return 'namespace from options.namespace';
+  if (target.namespaceFrom === 'context') return `namespace from context "${target.context}"`;
+  return `context "${target.context}" names no namespace: 'default' is used`;
+}
+
+/** The API answers in the namespace; pass or fail, the line names the server and the namespace, and why that one. */
+export async function checkApi(cluster: Cluster): Promise<PreflightCheck> {
+  const { server, namespace } = cluster;
+  const origin = namespaceOrigin(cluster.target());
+  try {
+    await idempotent(() => cluster.core.listNamespacedPod({ namespace, limit: 1 }));
+    return { name: 'api', status: 'ok', message: `the Kubernetes API at ${server} lists pods in ${namespace} (${origin})` };
+  } catch (error) {
+    const mapped = mapApiError(error, { operation: 'preflight' }) ?? error;
+    const said = mapped instanceof Error ? mapped.message : String(mapped);
+    return preflightFailure('api', mapped, `${said} (API server ${server}, namespace ${namespace}; ${origin})`);
+  }
+}
 
 /** Can berth's identity do what the backend needs, in its namespace? */
 export async function checkRbac(cluster: Cluster): Promise<PreflightCheck> {

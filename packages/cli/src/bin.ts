@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { BerthError, CancelledError, CapabilityError, ConfigError, redactSecrets } from '@berth/core';
 import { CommanderError } from 'commander';
+import { cliWords } from './cli-words.js';
 import { buildProgram } from './program.js';
 import { UsageError } from './usage-error.js';
 
@@ -25,7 +26,7 @@ try {
     process.exitCode = error.exitCode === 0 ? 0 : 2;
   } else {
     const kind = BerthError.isInstance(error) ? `${error.type}: ` : '';
-    process.stderr.write(`berth: ${kind}${redactSecrets((error as Error)?.message ?? String(error))}\n`);
+    process.stderr.write(`berth: ${kind}${cliWords(redactSecrets((error as Error)?.message ?? String(error)))}\n`);
     process.exitCode = exitCodeFor(error);
   }
 }

@@ -36,6 +36,9 @@ describe('berth run (the built binary, off a TTY)', () => {
     expect(first.stdout).toMatch(/pass-a {2}rewarded 1/);
     expect(first.stdout).toMatch(/no-reward {2}task_failed \(RewardFileMissing\)/);
     expect(first.stdout).toMatch(/private {2}infra_failed: permanent_infra ImagePullError/);
+    // The fix, in the CLI's words and not cut off: the library's own hint is "pass spec.image.auth".
+    expect(first.stdout).toMatch(/private {2}infra_failed: .*log in with docker login/);
+    expect(first.stdout).not.toContain('spec.image.auth');
     expect(first.stdout).toContain('valid: NO');
     expect(first.stdout).toMatch(/1 task\(s\) failed on permanent infrastructure \(ImagePullError\)/);
     // No ANSI cursor movement off a terminal.

@@ -11,6 +11,7 @@ export type { StepTiming } from './steps.js';
 export { attemptDir, type AttemptFailureJson, type AttemptResultFile } from './result-file.js';
 export type { AgentFunction, HarborAgent } from './agent.js';
 export type { CommandAgent } from './command-agent.js';
+export { checkTask } from './task-preflight.js';
 export { createHarborTrial, type HarborHooks, type HarborTrialOptions } from './trial.js';
 export { setJobAside } from './job-dir.js';
 export { runHarborJob, type HarborJobOptions, type HarborJobReport, type HarborTaskStatus, type HarborTaskSummary } from './job.js';

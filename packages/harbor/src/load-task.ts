@@ -4,6 +4,7 @@ import { ConfigError } from '@berth/core';
 import { parse as parseToml } from 'smol-toml';
 import { parseSizeToMb } from './size.js';
 import { taskContentHash } from './task-hash.js';
+import { scriptNotes } from './task-preflight.js';
 import { checkVariables, type HostEnv } from './env-template.js';
 import { DEFAULT_BUILD_TIMEOUT_SEC, DEFAULT_VERIFIER_TIMEOUT_SEC, type HarborTask, type HarborVerifierEnvironment } from './task.js';
 import {
@@ -141,6 +142,7 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
   const hasSolution = (await kindOf(join(solutionDir, 'solve.sh'))) === 'file';
   const instructionPath = join(taskDir, 'instruction.md');
   const hasInstruction = (await kindOf(instructionPath)) === 'file';
+  notes.push(...(await scriptNotes({ testsDir, ...(hasSolution ? { solutionDir } : {}) })));
   const healthcheck = healthcheckOf(env);
   const image = await imageOf(configPath, taskDir, toml, notes);
   let verifierEnvironment: HarborVerifierEnvironment | undefined;

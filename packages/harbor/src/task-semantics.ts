@@ -1,6 +1,6 @@
 import { CapabilityError } from '@berth/core';
 import { DEFAULT_BUILD_TIMEOUT_SEC, type HarborArtifact, type HarborHealthcheck, type HarborNetwork, type HarborTask, type HarborVerifierEnvironment } from './task.js';
-import { fieldError, parseVerifierEnvironment, unknownFields, type EnvironmentTable, type TaskToml } from './task-toml.js';
+import { fieldError, likelyMeant, parseVerifierEnvironment, unknownFields, type EnvironmentTable, type TaskToml } from './task-toml.js';
 
 // What task.toml's settings mean, as harbor (0.26) applies them; pure functions over the parsed
 // file. Whatever changes what runs and berth cannot do is refused here, naming the field.
@@ -115,7 +115,10 @@ export function artifactsOf(file: string, toml: TaskToml, notes: string[]): Harb
 
 /** Notes for what is accepted without changing what runs. */
 export function acceptedNotes(root: Record<string, unknown>, toml: TaskToml): string[] {
-  const notes = unknownFields(root).map((field) => `${field} is not a harbor task.toml field: ignored (harbor ignores it too)`);
+  const notes = unknownFields(root).map((field) => {
+    const meant = likelyMeant(field);
+    return `${field} is not a harbor task.toml field: ignored (harbor ignores it too)${meant ? `; did you mean ${meant}?` : ''}`;
+  });
   const env = toml.environment;
   if (env.gpu_types !== undefined && !((env.gpus ?? 0) > 0)) notes.push(`environment.gpu_types (${env.gpu_types.join(', ')}) ignored: the task asks for no GPUs`);
   if (env.memory !== undefined && typeof env.memory !== 'string') {

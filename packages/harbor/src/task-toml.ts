@@ -128,6 +128,28 @@ const KNOWN: Record<string, readonly string[] | '*'> = {
 };
 
 /** Fields outside harbor's schema (`environment.memory_gb`, `[scoring]`...), as dotted paths. */
+/** Edit distance, small strings only: enough to tell `verifer` from `verifier`. */
+function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row.push(Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/** The known field an unknown one is probably a typo of (`verifer` → `verifier`), if any. */
+export function likelyMeant(path: string): string | undefined {
+  const dot = path.lastIndexOf('.');
+  const at = dot === -1 ? '' : path.slice(0, dot);
+  const key = path.slice(dot + 1);
+  const known = KNOWN[at];
+  if (!Array.isArray(known)) return undefined;
+  const best = known.map((k) => [k, distance(key.toLowerCase(), k)] as const).sort((x, y) => x[1] - y[1])[0];
+  return best && best[1] > 0 && best[1] <= Math.max(1, Math.floor(key.length / 4)) ? (at ? `${at}.${best[0]}` : best[0]) : undefined;
+}
+
 export function unknownFields(root: Record<string, unknown>): string[] {
   const out: string[] = [];
   const walk = (table: Record<string, unknown>, at: string) => {

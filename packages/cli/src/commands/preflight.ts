@@ -5,9 +5,15 @@ import type { Command } from 'commander';
 import { addBackendOptions, loadBackend, type BackendFlags } from '../backends.js';
 import { collect } from '../options.js';
 import { renderTable } from '../table.js';
+import { agentFromOption } from '../agent-command.js';
+import { cliWords } from '../cli-words.js';
+import { buildCheck, taskRows } from '../preflight-checks.js';
 import { loadSelected } from '../task-filter.js';
+import { printNotes } from '../task-notes.js';
 
 interface PreflightOptions extends BackendFlags {
+  agent: string;
+  build: boolean;
   filter?: string[];
   json?: boolean;
 }
@@ -31,13 +37,15 @@ const worst = (checks: readonly PreflightCheck[]): PreflightStatus =>
   checks.reduce<PreflightStatus>((w, c) => (RANK[c.status] > RANK[w] ? c.status : w), 'ok');
 
 function firstLine(text: string): string {
-  return text.split('\n')[0] ?? '';
+  return cliWords(text.split('\n')[0] ?? '');
 }
 
 export async function preflightCommand(tasksPath: string, opts: PreflightOptions): Promise<number> {
   const tasksDir = resolve(tasksPath);
   const tasks = await loadSelected(tasksDir, opts.filter ?? []);
   const backend = await loadBackend(opts);
+  if (!opts.json) printNotes(tasks, (text) => process.stdout.write(`${text}\n`));
+  const broken = await taskRows(tasks, agentFromOption(opts.agent));
   const base = await backend.preflight();
   const baseNames = new Set(base.checks.map((c) => c.name));
 
@@ -64,15 +72,19 @@ export async function preflightCommand(tasksPath: string, opts: PreflightOptions
     if (group.refused) checks = [group.refused];
     else if (!base.ok) checks = [{ name: 'backend', status: 'fail', message: 'not checked: the backend itself failed its checks' }];
     else checks = (await backend.preflight(group.spec)).checks.filter((c) => !baseNames.has(c.name));
+    const image = group.spec?.image;
+    const built = image !== undefined && typeof image === 'object' && 'build' in image;
+    if (built && opts.build && worst(checks) !== 'fail') checks.push(await buildCheck(backend, group.spec!));
+    else if (built && !opts.build) checks.push({ name: 'build', status: 'warn', message: 'not built (--no-build): a failing Dockerfile step shows only in the run' });
     rows.push({ image: group.image, tasks: group.tasks.map((t) => t.id), status: worst(checks), checks });
   }
   // The problems first.
   rows.sort((a, b) => RANK[b.status] - RANK[a.status] || a.image.localeCompare(b.image));
   const failing = rows.filter((r) => r.status === 'fail');
-  const ok = base.ok && failing.length === 0;
+  const ok = base.ok && failing.length === 0 && broken.length === 0;
 
   if (opts.json) {
-    process.stdout.write(`${JSON.stringify({ ok, backend: base, images: rows }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ ok, backend: base, images: rows, tasks: broken }, null, 2)}\n`);
   } else {
     const out: string[] = [`backend ${backend.name}`];
     for (const c of base.checks) out.push(`  ${c.status.toUpperCase().padEnd(4)}  ${c.name}: ${firstLine(c.message)}`);
@@ -88,11 +100,16 @@ export async function preflightCommand(tasksPath: string, opts: PreflightOptions
       ),
     );
     out.push('');
-    const affected = failing.reduce((n, r) => n + r.tasks.length, 0);
+    if (broken.length > 0) {
+      out.push(renderTable(['STATUS', 'TASK', 'CHECK', 'DETAIL'], broken.flatMap((r) => r.checks.map((c) => ['FAIL', r.task, c.name, firstLine(c.message)]))));
+      out.push('');
+    }
+    const affected = new Set([...failing.flatMap((r) => r.tasks), ...broken.map((r) => r.task)]).size;
+    const problems = [failing.length > 0 ? `${failing.length} of ${rows.length} image(s)` : '', broken.length > 0 ? `${broken.length} task definition(s)` : ''].filter(Boolean).join(' and ');
     out.push(
       ok
         ? `ok: ${rows.length} image(s) for ${tasks.length} task(s) can be run on ${backend.name}`
-        : `FAILED: ${base.ok ? `${failing.length} of ${rows.length} image(s), ${affected} of ${tasks.length} task(s), would fail` : 'the backend is not usable'}; fix these before the run`,
+        : `FAILED: ${base.ok ? `${problems}: ${affected} of ${tasks.length} task(s) would fail` : 'the backend is not usable'}; fix these before the run`,
     );
     process.stdout.write(`${out.join('\n')}\n`);
   }
@@ -105,6 +122,8 @@ export function registerPreflight(program: Command): void {
     .description('Check, before a run, that the backend works and every distinct image can be pulled (or built) with the credentials the run would use')
     .argument('<tasks>', 'a dataset directory or one task directory');
   addBackendOptions(command)
+    .option('--agent <agent>', "the agent the run will use ('oracle' needs solution/solve.sh in every task)", 'oracle')
+    .option('--no-build', 'do not build environment/Dockerfile images (by default each is built once, and the run reuses it)')
     .option('--filter <glob>', 'only tasks whose id matches (repeatable)', collect)
     .option('--json', 'print the checks as JSON')
     .addHelpText(

@@ -1,4 +1,5 @@
 import type { AttemptFailure, RunProgress, TaskRecord } from '@berth/core';
+import { cliWords } from '../cli-words.js';
 import { formatDuration } from '../duration.js';
 
 /** What became of a task, in the words report.json uses. */
@@ -16,7 +17,7 @@ export function taskVerdict(record: TaskRecord): string {
 /** 'permanent_infra ImagePullError: <first line of the message>' */
 export function describeFailure(failure: Pick<AttemptFailure, 'category' | 'type' | 'message'> | undefined, width = Infinity): string {
   if (!failure) return 'unknown';
-  const first = failure.message.split('\n')[0] ?? '';
+  const first = cliWords(failure.message.split('\n')[0] ?? '');
   return clip(`${failure.category} ${failure.type}: ${first}`, width);
 }
 

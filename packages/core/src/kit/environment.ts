@@ -26,10 +26,10 @@ import {
 import { sandboxLabels } from '../labels.js';
 import { DEFAULT_BUILD_TIMEOUT_MS } from '../build-spec.js';
 import { DEFAULT_STARTUP_MS, isBuiltImage, type EnvironmentSpec } from '../spec.js';
-import { retryIdempotent } from './api-retry.js';
 import { refuseExecTty } from './capabilities.js';
 import type { CreationLimiter } from './creation-limiter.js';
 import { execArgv, runProcess } from './run-process.js';
+import { SandboxRemoval } from './sandbox-removal.js';
 import { Transfers, type TransferMode } from './transfers.js';
 import type { SandboxTransport, StartProgress } from './transport.js';
 
@@ -52,10 +52,10 @@ export interface SandboxEnvironmentOptions {
   capabilities?: Pick<Capabilities, 'tty'>;
 }
 
-/** How long a failed start waits for the transport's create to settle before removing what it made. */
-const START_SETTLE_MS = 5000;
 /** When a command was killed from outside, how long the backend may take to agree the sandbox died. */
 const LOSS_SETTLE_MS = 1000;
+/** The 'stopped' phase's detail when teardown had nothing to remove. */
+const NEVER_CREATED = 'nothing to remove: the sandbox was never created';
 
 /**
  * A full `Environment` over a backend's `SandboxTransport`: the lifecycle (phases, a startup
@@ -63,9 +63,6 @@ const LOSS_SETTLE_MS = 1000;
  * semantics, transfers, and the classification of every failure. Backends construct it in
  * `environment(spec)`; see the "Writing a backend" section of @berth/core's README.
  */
-/** Removal while the backend is unreachable: tries for about 25 s (an engine restart), then gives up to a later teardown() or sweep. */
-const TEARDOWN_RETRY = { attempts: 7, initialMs: 500, maxMs: 8_000 };
-
 export class SandboxEnvironment implements Environment {
   readonly id: string;
   readonly backend: string;
@@ -74,6 +71,8 @@ export class SandboxEnvironment implements Environment {
   readonly #transport: SandboxTransport;
   readonly #options: SandboxEnvironmentOptions;
   readonly #transfers: Transfers;
+  /** Whether there is a sandbox to remove, and its removal (see SandboxRemoval for the rule). */
+  readonly #removal: SandboxRemoval;
   #phase: EnvironmentPhase = 'created';
   #starting: Promise<void> | undefined;
   #teardown: Promise<void> | undefined;
@@ -90,6 +89,7 @@ export class SandboxEnvironment implements Environment {
     this.#network = options.spec.network;
     this.#transport = options.transport;
     this.#options = options;
+    this.#removal = new SandboxRemoval(options.transport);
     this.#transfers = new Transfers(this.#transport, options.transfers ?? 'native', {
       ctx: (op) => this.#ctx(op),
       ensureUsable: (op) => this.#usable(op),
@@ -146,7 +146,7 @@ export class SandboxEnvironment implements Environment {
       if (update.build) this.events.emit('build', update.build);
     };
     const labels = sandboxLabels(this.id, this.spec.labels, this.#options.labels);
-    const create = () => this.#transport.create({ labels, signal: stop.signal, progress });
+    const create = () => this.#removal.create({ labels, signal: stop.signal, progress });
     const limiter = this.#options.limiter;
     const work = (async () => {
       throwIfAborted(signal, this.#ctx('start'));
@@ -158,7 +158,7 @@ export class SandboxEnvironment implements Environment {
     } catch (error) {
       settled = true;
       this.#setPhase('failed', error instanceof Error ? error.message : String(error));
-      await this.#removeAfterFailedStart(work);
+      await this.#removal.afterFailedStart(work);
       if (signal?.aborted) throw cancelledFrom(signal, this.#ctx('start'));
       const mapped = BerthError.isInstance(error) ? error : (this.#transport.mapError(error, 'start') ?? error);
       // Out of time: unless the failure was already a definite, permanent one, say so.
@@ -180,36 +180,15 @@ export class SandboxEnvironment implements Environment {
     }
   }
 
-  /**
-   * The create may still be running after start() gave up: wait a little for it, remove what it
-   * made, and if it is still running then, remove again once it settles, so nothing is left.
-   */
-  async #removeAfterFailedStart(work: Promise<void>): Promise<void> {
-    let pending = true;
-    const done = work.then(
-      () => void (pending = false),
-      () => void (pending = false),
-    );
-    const waited = new AbortController();
-    await Promise.race([done, sleep(START_SETTLE_MS, undefined, { signal: waited.signal }).catch(() => undefined)]);
-    waited.abort();
-    await this.#transport.remove().catch(() => undefined);
-    if (pending) void done.then(() => this.#transport.remove().catch(() => undefined));
-  }
-
   async teardown(opts: { signal?: AbortSignal } = {}): Promise<void> {
     this.#closed = true;
     this.#teardown ??= (async () => {
       // Let an in-flight start finish (or fail) first, so its sandbox is not left behind.
       if (this.#starting) await this.#starting.catch(() => undefined);
       this.#setPhase('stopping');
-      const remove = () =>
-        this.#transport.remove().catch((error: unknown) => {
-          throw BerthError.isInstance(error) ? error : (this.#transport.mapError(error, 'teardown') ?? error);
-        });
-      // An engine restarting or an API briefly down would otherwise leave the sandbox behind.
-      await retryIdempotent(remove, (e) => (BackendUnavailableError.isInstance(e) ? {} : undefined), { policy: TEARDOWN_RETRY, ...(opts.signal ? { signal: opts.signal } : {}) });
-      this.#setPhase('stopped');
+      const map = (error: unknown) => (BerthError.isInstance(error) ? error : (this.#transport.mapError(error, 'teardown') ?? error));
+      const removed = await this.#removal.remove(map, opts.signal);
+      this.#setPhase('stopped', removed ? undefined : NEVER_CREATED);
     })();
     try {
       await this.#teardown;

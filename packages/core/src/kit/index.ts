@@ -7,6 +7,7 @@ export { SandboxEnvironment, type SandboxEnvironmentOptions } from './environmen
 export type {
   ArchiveTransport,
   CreateContext,
+  CreateOutcome,
   ProcessExit,
   ProcessRequest,
   SandboxProcess,
@@ -31,7 +32,7 @@ export { BUILD_REPOSITORY, baseImages, buildTag, hashBuildContext, packBuildCont
 export { buildFailure, buildTimedOut, logTail, type BuildFailureContext } from './build-failure.js';
 export { probeImage, type ProbeResult } from './registry-probe.js';
 export { keepAliveCommand } from './keep-alive.js';
-export { isUnreachable, unreachableApi } from './network-errors.js';
+export { isUnreachable, refusedBeforeSending, unreachableApi } from './network-errors.js';
 export { API_RETRY_DEFAULTS, retryIdempotent, type ApiRetryPolicy, type TransientAnswer } from './api-retry.js';
 export { Sweep, isOrphan, processAlive, type OrphanQuery, type SweepTarget } from './sweep-rule.js';
 export { preflightFailure, preflightSpec, startAndCleanUp } from './backend-helpers.js';

@@ -22,3 +22,17 @@ export function unreachableApi(
   const { what, hint, ...rest } = ctx;
   return new BackendUnavailableError({ ...rest, message: `${what} is unreachable (${code}); ${hint}`, cause: error });
 }
+
+/**
+ * Codes only a connection that was never made gives (refused, a socket path that does not exist,
+ * the socket's permission denied, a name that does not resolve, undici's connect timeout). A
+ * reset, a plain timeout or an unreachable host may also end a connection that had sent the
+ * request, so they are not here.
+ */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** Whether a failed call certainly never reached the API: its request cannot have done anything. */
+export function refusedBeforeSending(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && NOT_SENT_CODES.has(code);
+}

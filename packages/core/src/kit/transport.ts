@@ -18,6 +18,11 @@ export interface SandboxTransport {
    * Reject with a BerthError where the failure is known (a pull refused, a spec the API refused).
    */
   create(ctx: CreateContext): Promise<void>;
+  /**
+   * After a `create()` that rejected: could it have made a sandbox? Without this method the kit
+   * assumes it could ('unknown'). See CreateOutcome for what teardown does with each answer.
+   */
+  createOutcome?(): CreateOutcome;
   /** What the backend says of the sandbox now. A sandbox that no longer exists is `running: false`. */
   inspect(): Promise<SandboxStatus>;
   /** Remove the sandbox and what it owns. Must succeed when it is already gone, or was never made. */
@@ -41,6 +46,16 @@ export interface SandboxTransport {
    */
   readonly replaceable?: boolean;
 }
+
+/**
+ * What a create that failed left behind, as the transport knows it. 'not-attempted': no request
+ * that makes the sandbox was sent (it failed pulling or building); 'refused': that request never
+ * reached the API (the connection was refused or the socket missing before anything was sent);
+ * either way teardown has nothing to remove and does not retry an unreachable backend for it.
+ * 'unknown': the request was sent and its answer lost (a connection cut after sending), so a
+ * sandbox may exist: teardown removes it as if 'created'.
+ */
+export type CreateOutcome = 'not-attempted' | 'refused' | 'unknown' | 'created';
 
 export interface CreateContext {
   /** Berth's labels (managed, session, environment, owner) merged over the spec's and the backend's. */

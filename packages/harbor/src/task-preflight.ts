@@ -1,0 +1,43 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { PreflightCheck } from '@berth/core';
+import { checkAgentCanRun, type HarborAgent } from './agent.js';
+import type { HostEnv } from './env-template.js';
+import type { HarborTask } from './task.js';
+
+/** A script with Windows line endings: its `#!/bin/sh\r` names no interpreter, so it exits 127. */
+export async function hasCrlf(path: string): Promise<boolean> {
+  const text = await readFile(path).catch(() => undefined);
+  return text !== undefined && text.includes('\r\n');
+}
+
+function crlfMessage(script: string): string {
+  return `${script} has Windows line endings (CRLF): its #! line names an interpreter with a \\r at the end, so it fails with exit 127 ("not found"); convert it with dos2unix or sed -i 's/\\r$//'`;
+}
+
+/** Notes for scripts that cannot run as written (said at load, so `berth run` prints them). */
+export async function scriptNotes(task: Pick<HarborTask, 'testsDir' | 'solutionDir'>): Promise<string[]> {
+  const notes: string[] = [];
+  if (await hasCrlf(join(task.testsDir, 'test.sh'))) notes.push(crlfMessage('tests/test.sh'));
+  if (task.solutionDir && (await hasCrlf(join(task.solutionDir, 'solve.sh')))) notes.push(crlfMessage('solution/solve.sh'));
+  return notes;
+}
+
+/**
+ * What would fail every attempt of this task whatever the backend does, checked on the host
+ * before a run: the oracle without solution/solve.sh (or with [solution.env] variables unset), a
+ * verifier or solution that cannot run as written. One check per problem; empty when none.
+ */
+export async function checkTask(task: HarborTask, agent: HarborAgent, hostEnv: HostEnv = process.env): Promise<PreflightCheck[]> {
+  const checks: PreflightCheck[] = [];
+  try {
+    checkAgentCanRun(agent, task, hostEnv);
+  } catch (error) {
+    checks.push({ name: 'agent', status: 'fail', message: (error as Error).message });
+  }
+  if (await hasCrlf(join(task.testsDir, 'test.sh'))) checks.push({ name: 'tests/test.sh', status: 'fail', message: crlfMessage('tests/test.sh') });
+  if (agent === 'oracle' && task.solutionDir && (await hasCrlf(join(task.solutionDir, 'solve.sh')))) {
+    checks.push({ name: 'solution/solve.sh', status: 'fail', message: crlfMessage('solution/solve.sh') });
+  }
+  return checks;
+}
