@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { registerCensus } from './commands/census.js';
+import { registerInit } from './commands/init.js';
 import { registerExec, registerShell } from './commands/shell.js';
 import { registerPreflight } from './commands/preflight.js';
 import { registerRegrade } from './commands/regrade.js';
@@ -21,12 +22,14 @@ export function buildProgram(): Command {
       'after',
       `
 Examples:
+  berth init tasks/my-task             a new task that runs as it is, to start from
   berth run examples/tasks             run every task with the oracle agent on Docker
   berth preflight ./dataset            check every image and the backend before a long run
   berth shell examples/tasks/hello-world
   berth report berth-jobs/tasks        summary + report.html
   berth census berth-jobs/tasks        failures grouped into the problems they are`,
     );
+  registerInit(program);
   registerRun(program);
   registerPreflight(program);
   registerShell(program);

@@ -85,6 +85,9 @@ describe('berth regrade', () => {
     const result = await berth(['regrade', jobDir, '--reward-parser', 'echo not-a-number']);
     expect(result.code).toBe(1);
     expect(result.stdout).toContain('8 parser error(s)');
+    // Nothing graded is not 100 % agreement.
+    expect(result.stdout).toContain('agreement n/a: no attempt could be regraded (the parser failed on all 8; the first error is below)');
+    expect(result.stdout).not.toMatch(/100\.0 %/);
     expect(result.stdout).toMatch(/error pass-1 attempt 1: the reward parser printed "not-a-number", not a number/);
   });
 });

@@ -62,11 +62,30 @@ describe('renderSummary', () => {
   });
 
   it('names the slowest tasks, all attempts counted', () => {
-    const slowest = text.slice(text.indexOf('slowest tasks')).trimEnd().split('\n').slice(1);
+    const start = text.indexOf('slowest tasks');
+    const slowest = text.slice(start, text.indexOf('\n\n', start)).split('\n').slice(1);
     expect(slowest).toHaveLength(3);
     expect(slowest[0]).toMatch(/^ {2}late-task +50 s {3}not run \(deadline\), 1 attempt$/);
     expect(slowest[1]).toMatch(/^ {2}flaky-net +49 s {3}reward 0\.500, 2 attempts$/);
     expect(slowest[2]).toMatch(/^ {2}solve-pass +40 s {3}reward 1, 1 attempt$/);
+  });
+
+  it('lists every task, problems first: status, reward, attempts, the failure\'s type and first line', () => {
+    const start = text.indexOf('\ntasks\n');
+    const table = text.slice(start + 1).trimEnd().split('\n');
+    expect(table[0]).toBe('tasks');
+    expect(table[1]).toMatch(/^TASK +STATUS +REWARD +ATTEMPTS +FAILURE$/);
+    expect(table.slice(2).map((l) => l.split(/ {2,}/).slice(0, 4))).toEqual([
+      ['private-img', 'infra_failed', '—', '1'],
+      ['weird-error', 'infra_failed', '—', '1'],
+      ['late-task', 'not_run (deadline)', '—', '1'],
+      ['crash-verifier', 'task_failed', '—', '1'],
+      ['flaky-net', 'rewarded', '0.500', '2'],
+      ['solve-pass', 'rewarded', '1', '1'],
+    ]);
+    expect(table.find((l) => l.startsWith('private-img'))).toMatch(/ImagePullError: pulling 127\.0\.0\.1:5000\/berth\/private:latest failed: no basic auth credentials$/);
+    const short = renderSummary(fixtureJob(), { taskRows: 2 });
+    expect(short.trimEnd().split('\n').at(-1)).toBe('… and 4 more (--all-tasks lists every one; report.html has them all)');
   });
 
   it('uses colour only when asked, and the same text either way', () => {

@@ -17,10 +17,13 @@ export async function regradeCommand(jobDir: string, opts: RegradeOptions): Prom
   if (opts.json) {
     process.stdout.write(`${JSON.stringify({ jobDir: job.jobDir, parser: opts.rewardParser ?? null, ...result }, null, 2)}\n`);
   } else {
-    const pct = (result.agreement * 100).toFixed(1);
+    const agreement =
+      result.agreement === null
+        ? `agreement n/a: no attempt could be regraded${result.errors.length > 0 ? ` (the parser failed on all ${result.errors.length}; the first error is below)` : ''}`
+        : `agreement ${(result.agreement * 100).toFixed(1)} % (${result.agreed}/${result.graded})`;
     const lines = [
       `regraded ${result.graded} attempt(s) from their archived verifier output${parser ? ` with \`${parser.command}\`` : " (harbor's reward files)"}; ${result.skipped} had none (infrastructure failures before the verifier)`,
-      `agreement ${pct} % (${result.agreed}/${result.graded}); ${result.disagreements.length} disagreement(s), ${result.errors.length} parser error(s)`,
+      `${agreement}; ${result.disagreements.length} disagreement(s), ${result.errors.length} parser error(s)`,
       `mean reward over ${result.mean.over} chosen attempt(s): recorded ${result.mean.recorded.toFixed(3)}, regraded ${result.mean.regraded.toFixed(3)}`,
     ];
     if (result.disagreements.length > 0) {

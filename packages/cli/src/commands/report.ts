@@ -7,6 +7,7 @@ import { renderSummary } from '../report/summary.js';
 
 interface ReportOptions {
   html: boolean;
+  allTasks?: boolean;
   out?: string;
   json?: boolean;
 }
@@ -21,7 +22,7 @@ export async function reportCommand(jobDir: string, opts: ReportOptions): Promis
   if (opts.json) {
     process.stdout.write(`${JSON.stringify({ ...job.report, ...(htmlPath ? { html: htmlPath } : {}) }, null, 2)}\n`);
   } else {
-    process.stdout.write(renderSummary(job, { color: process.stdout.isTTY === true && !process.env.NO_COLOR }));
+    process.stdout.write(renderSummary(job, { color: process.stdout.isTTY === true && !process.env.NO_COLOR, ...(opts.allTasks ? { taskRows: Infinity } : {}) }));
     if (htmlPath) process.stdout.write(`\nreport.html: ${htmlPath}\n`);
   }
   return job.report.report.valid ? 0 : 1;
@@ -34,6 +35,7 @@ export function registerReport(program: Command): void {
     .argument('<job-dir>', 'a job directory written by berth run')
     .option('--out <file>', 'where report.html goes (default <job-dir>/report.html)')
     .option('--no-html', 'only the terminal summary')
+    .option('--all-tasks', 'list every task in the summary (default: the first 50, problems first)')
     .option('--json', "print the run's report.json (and the report.html path)")
     .addHelpText('after', `\nExit status: 0 when the run is valid, 1 when it is not, 2 on a usage error.\n\nExample:\n  berth report berth-jobs/tasks && xdg-open berth-jobs/tasks/report.html`)
     .action(async (jobDir: string, opts: ReportOptions) => {

@@ -24,7 +24,8 @@ export interface RegradeResult {
   /** Attempts with no verifier output to grade (infrastructure failures before the verifier). */
   skipped: number;
   agreed: number;
-  agreement: number;
+  /** agreed / graded; null when nothing could be graded (a 100 % of nothing would read as a pass). */
+  agreement: number | null;
   disagreements: RegradedAttempt[];
   errors: RegradedAttempt[];
   /** Mean reward over the chosen attempts, as recorded and as regraded (parser failures keep the recorded value). */
@@ -127,7 +128,7 @@ export async function regradeJob(job: JobData, parser?: RewardParser, concurrenc
     graded: graded.length,
     skipped: all.length - attempts.length,
     agreed,
-    agreement: graded.length === 0 ? 1 : agreed / graded.length,
+    agreement: graded.length === 0 ? null : agreed / graded.length,
     disagreements: graded.filter((r) => r.kind !== 'agree'),
     errors: attempts.filter((r) => r.error !== undefined),
     mean: { recorded: over ? sum((r) => r.recorded) / over : 0, regraded: over ? sum((r) => r.regraded ?? r.recorded) / over : 0, over },

@@ -2,11 +2,14 @@ import type { JobData, TaskView } from '../job/job-data.js';
 import { paint, type Paint } from './ansi.js';
 import { formatDuration } from '../duration.js';
 import { formatRatio, formatReward, formatTimestamp, humanize, printable } from './format.js';
+import { taskTable } from './task-table.js';
 import { alignRows, type TextRow } from './text-table.js';
 
 export interface SummaryOptions {
   /** ANSI colour; off by default so the text can go to a file or a pipe as is. */
   color?: boolean;
+  /** How many tasks the per-task table lists (problems first). Default TASK_ROWS. */
+  taskRows?: number;
 }
 
 /** How many of the slowest tasks the summary names. */
@@ -18,7 +21,7 @@ const SLOWEST = 3;
  */
 export function renderSummary(job: JobData, opts: SummaryOptions = {}): string {
   const p = paint(opts.color ?? false);
-  const sections = [header(job, p), validity(job, p), scores(job, p), accounting(job, p), failures(job, p), slowest(job, p)];
+  const sections = [header(job, p), validity(job, p), scores(job, p), accounting(job, p), failures(job, p), slowest(job, p), taskTable(job, p, opts.taskRows)];
   return sections.filter((lines) => lines.length > 0).map((lines) => lines.join('\n')).join('\n\n') + '\n';
 }
 
