@@ -1,9 +1,11 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import type { HarborJobReport } from '@berth/harbor';
-import { adminApi, BERTH_KUBECONFIG, NAMESPACE } from '../../backend-k8s/test/support/cluster.js';
+import { ADMIN_KUBECONFIG, adminApi, BERTH_KUBECONFIG, NAMESPACE } from '../../backend-k8s/test/support/cluster.js';
 import { ModalSimulator } from '../../backend-modal/test/sim/index.js';
 import { berth } from './support/berth-bin.js';
 import { writeDataset } from './support/dataset.js';
@@ -57,6 +59,37 @@ describe('berth run on other backends', () => {
     const pods = await adminApi().listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'berth.task in (k8s-pass,k8s-fail)' });
     expect(pods.items.map((p) => p.metadata?.name)).toEqual([]);
   }, 300_000);
+
+  it("k8s configured as kubectl users write it (--kubeconfig, -n) and --build-repository; examples/tasks/count-lines runs there unchanged", async () => {
+    const examples = join(import.meta.dirname, '..', '..', '..', 'examples', 'tasks');
+    const env = { DOCKER_CONFIG: dockerConfig, KUBECONFIG: '' };
+    // The admin kubeconfig names no namespace: -n puts the pods where berth's Role is.
+    const k8s = ['--backend', 'k8s', '--kubeconfig', ADMIN_KUBECONFIG, '-n', NAMESPACE];
+    const portable = await berth(['run', examples, '--filter', 'count-lines', ...k8s, '--job-dir', join(root, 'count-job')], { env, timeoutMs: 240_000 });
+    expect(portable.code, portable.stdout + portable.stderr).toBe(0);
+    expect(portable.stdout).toMatch(/on k8s \(https:\/\/127\.0\.0\.1:6443 namespace berth-test\)/);
+    expect((await report(join(root, 'count-job'))).tasks.map((t) => [t.taskId, t.reward])).toEqual([['count-lines', 1]]);
+
+    // A task built from its Dockerfile: without a builder the line says which flag to give.
+    const built = await writeDataset(join(root, 'k8s-built'), [{ id: 'k8s-built', kind: 'pass' }]);
+    const toml = join(built, 'k8s-built', 'task.toml');
+    await writeFile(toml, (await readFile(toml, 'utf8')).replace(/docker_image = .*\n/, '').replace('network_mode = "no-network"\n', ''));
+    await mkdir(join(built, 'k8s-built', 'environment'), { recursive: true });
+    await writeFile(join(built, 'k8s-built', 'environment', 'Dockerfile'), 'FROM 127.0.0.1:5000/berth/private-busybox:k8s\nRUN mkdir -p /app && echo built > /app/built.txt\n');
+    const refused = await berth(['run', built, ...k8s, '--job-dir', join(root, 'built-refused')], { env, timeoutMs: 120_000 });
+    expect(refused.code, refused.stdout + refused.stderr).toBe(1);
+    expect(refused.stdout).toMatch(/k8s-built {2}infra_failed: permanent_infra CapabilityError: .*give --build-repository <registry\/repo>/);
+    const ok = await berth(['run', built, ...k8s, '--build-repository', '127.0.0.1:5000/berth/cli-builds', '--job-dir', join(root, 'built-ok')], { env, timeoutMs: 240_000 });
+    // The local engine's copy of the build (the pushed one stays in the test registry, tagged by its content).
+    const tag = buildTag(await hashBuildContext({ context: join(built, 'k8s-built', 'environment'), dockerfile: 'Dockerfile', args: {} }));
+    await new Docker().getImage(tag).remove({ force: true }).catch(() => undefined);
+    expect(ok.code, ok.stdout + ok.stderr).toBe(0);
+    expect((await report(join(root, 'built-ok'))).tasks.map((t) => [t.taskId, t.reward])).toEqual([['k8s-built', 1]]);
+
+    const misplaced = await berth(['run', built, '-n', NAMESPACE, '--job-dir', join(root, 'misplaced')]);
+    expect(misplaced.code).toBe(2);
+    expect(misplaced.stderr).toMatch(/--namespace is for --backend k8s, not --backend docker/);
+  }, 400_000);
 
   it('modal: through the simulator, configured by MODAL_SERVER_URL / MODAL_TOKEN_ID / MODAL_TOKEN_SECRET', async () => {
     const sim = await ModalSimulator.start();
