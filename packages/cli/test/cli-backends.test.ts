@@ -91,6 +91,20 @@ describe('berth run on other backends', () => {
     expect(misplaced.stderr).toMatch(/--namespace is for --backend k8s, not --backend docker/);
   }, 400_000);
 
+  it('k8s with no kubeconfig anywhere: run stops before any task (exit 2), preflight fails its kubeconfig check, both saying what to set', async () => {
+    const examples = join(import.meta.dirname, '..', '..', '..', 'examples', 'tasks');
+    const home = join(root, 'no-home');
+    await mkdir(home, { recursive: true });
+    const env = { HOME: home, KUBECONFIG: '', KUBERNETES_SERVICE_HOST: '', KUBERNETES_SERVICE_PORT: '' };
+    const run = await berth(['run', examples, '--filter', 'count-lines', '--backend', 'k8s', '--job-dir', join(root, 'no-kube-job')], { env });
+    expect(run.code, run.stdout + run.stderr).toBe(2);
+    expect(run.stderr).toMatch(/ConfigError: no kubeconfig found: KUBECONFIG is not set, .*no-home\/\.kube\/config does not exist.*; give --kubeconfig <file>, set KUBECONFIG, or create ~\/\.kube\/config/);
+    expect(run.stdout + run.stderr).not.toMatch(/HTTP protocol is not allowed/);
+    const preflight = await berth(['preflight', examples, '--filter', 'count-lines', '--backend', 'k8s'], { env });
+    expect(preflight.code).toBe(1);
+    expect(preflight.stdout).toMatch(/FAIL +kubeconfig: no kubeconfig found: .*give --kubeconfig <file>/);
+  });
+
   it('modal: through the simulator, configured by MODAL_SERVER_URL / MODAL_TOKEN_ID / MODAL_TOKEN_SECRET', async () => {
     const sim = await ModalSimulator.start();
     try {

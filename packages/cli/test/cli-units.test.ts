@@ -6,6 +6,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSelected, globToRegExp } from '../src/task-filter.js';
+import { clip, settledLine } from '../src/run/settled-line.js';
 import { writeDataset } from './support/dataset.js';
 
 describe('durations', () => {
@@ -102,5 +103,23 @@ describe('library hints in the CLI', () => {
     expect(cliWords("no credentials were found for this registry: pass spec.image.auth or log in with docker login")).toBe(
       "no credentials were found for this registry: log in with docker login (berth reads Docker's config, or $DOCKER_CONFIG)",
     );
+  });
+});
+
+describe('settled lines', () => {
+  const attempt = (n: number, failed: boolean) => ({ taskId: 't', attempt: n, startedAt: 0, endedAt: 1000, durationMs: 1000, status: failed ? ('failed' as const) : ('outcome' as const), ...(failed ? { failure: { category: 'transient_infra' as const, type: 'SandboxLostError', message: 'gone', retryable: true } } : { outcome: { reward: 1 } }) });
+  it("count the attempts made (never 'attempt 1 of 1', which read like a limit of one) and name the chosen one after a retry", () => {
+    const one = settledLine({ taskId: 't', status: 'scored', chosenAttempt: 1, outcome: { reward: 1 }, attempts: [attempt(1, false)] } as never, { settled: 1, total: 3 });
+    expect(one).toBe('[1/3] t  rewarded 1  (1 attempt, 1.0 s)');
+    const retried = settledLine({ taskId: 't', status: 'scored', chosenAttempt: 2, outcome: { reward: 1 }, attempts: [attempt(1, true), attempt(2, false)] } as never, { settled: 2, total: 3 });
+    expect(retried).toBe('[2/3] t  rewarded 1  (2 attempts, the 2nd chosen, 2.0 s)');
+  });
+
+  it('cut a long line in the middle, keeping the end where berth says what to do', () => {
+    const text = `ImagePullError: ${'x'.repeat(200)}; give --build-repository <registry/repo>`;
+    const cut = clip(text, 80);
+    expect(cut).toHaveLength(80);
+    expect(cut.startsWith('ImagePullError: ')).toBe(true);
+    expect(cut.endsWith('give --build-repository <registry/repo>')).toBe(true);
   });
 });

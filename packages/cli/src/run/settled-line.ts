@@ -34,7 +34,9 @@ function ordinal(n: number): string {
 export function clip(text: string, width: number): string {
   if (text.length <= width) return text;
   if (width < 20) return `${text.slice(0, Math.max(0, width - 1))}…`;
-  const tail = Math.floor((width - 1) * 0.45);
+  // The whole last clause ("; give --x") when it fits in 60 % of the line, else the last 45 %.
+  const clause = text.length - text.lastIndexOf('; ') - 2;
+  const tail = clause < text.length && clause <= Math.floor((width - 1) * 0.6) ? clause : Math.floor((width - 1) * 0.45);
   return `${text.slice(0, width - 1 - tail)}…${text.slice(text.length - tail)}`;
 }
 

@@ -11,6 +11,21 @@ export const SPEC_WORKDIR = '/tmp/berth-conformance-workdir';
 export function lifecycleCases(h: Harness): void {
   describe('lifecycle', () => {
     h.defineCase({
+      id: 'lifecycle.target',
+      title: 'backend.target says where sandboxes go, the same each time, with no credentials in it (a resumed run compares it)',
+      run: async () => {
+        const backend = h.backend();
+        const target = backend.target;
+        expect(typeof target).toBe('string');
+        expect(target.trim().length).toBeGreaterThan(0);
+        expect(backend.target).toBe(target);
+        // A URL's userinfo is where a secret would hide; berth's words never carry one.
+        expect(target).not.toMatch(/\/\/[^/\s]*:[^/\s]*@/);
+        expect(target).not.toMatch(/token|secret|password/i);
+      },
+    });
+
+    h.defineCase({
       id: 'lifecycle.start',
       title: "environment() gives a 'created' environment; start() brings it to phase running, with phase events",
       run: async () => {
