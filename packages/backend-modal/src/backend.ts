@@ -132,7 +132,7 @@ export class ModalBackend implements Backend {
       if (!this.#modal.mayProbe(plan.ref)) return { name: 'image', status: 'warn', message: `${plan.ref.registry} is not among options.probeRegistries: whether ${plan.ref.original} is pullable was not checked` };
       const probe = await probeImage(plan.ref, plan.probeWith);
       if (probe.ok) return { name: 'image', status: 'ok', message: `${plan.ref.original} is pullable${plan.hadCredentials ? ' with the given credentials' : ' anonymously'}` };
-      return preflightFailure('image', pullFailure(probe.message, { operation: 'preflight', backend: BACKEND, image: plan.ref.original, hadCredentials: plan.hadCredentials }));
+      return preflightFailure('image', pullFailure(probe.message, { operation: 'preflight', backend: BACKEND, image: plan.ref.original, hadCredentials: plan.hadCredentials, ...(probe.retryAfterMs !== undefined ? { retryAfterMs: probe.retryAfterMs } : {}) }));
     } catch (error) {
       return preflightFailure('image', mapModalError(error, { operation: 'preflight' }, { path: 'spec.image.auth.secretName' }) ?? error);
     }

@@ -83,7 +83,7 @@ describe('Modal preflight: the image check on a Bearer registry', () => {
     expect(check).toMatchObject({
       status: 'fail',
       message: `pulling ${PRIVATE} failed: ${PRIVATE}: toomanyrequests: retry after 120 s (HEAD ${manifest('team/private-app')} answered 429)`,
-      error: { details: { reason: 'rate_limited' } },
+      error: { details: { reason: 'rate_limited' }, retryAfterMs: 120_000 },
     });
   });
 
