@@ -10,7 +10,8 @@
 // - bytes: Uint8Array (a Buffer works) in, Uint8Array (a copy) out;
 // - maps: plain objects keyed by the key as a string, entries written in insertion order (JS puts
 //   integer-like keys first);
-// - fields whose type fields.json names but does not define: raw bytes (or a number) both ways.
+// - fields whose type fields.json names but does not define: by the wire type that arrives, a
+//   number for a varint (an enum) and raw bytes for length-delimited (a message); written the same way.
 //
 // This file is the entry point; encode.ts and decode.ts walk messages, wire-writer.ts and
 // wire-reader.ts handle the bytes.

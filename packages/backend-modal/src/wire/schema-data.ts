@@ -1,7 +1,9 @@
-// The parts of Modal's protobuf API the backend speaks. This mirrors fields.json key for key:
-// it is a .ts constant so nothing reads files at runtime and the value types keep their literals.
-// There is no generator: edit fields.json, then make the same edit here (one line per field).
-// test/codec.test.ts fails if the two differ in any key, value or order.
+// GENERATED from fields.json by scripts/gen-schema.mjs: do not edit. To change the schema, edit
+// fields.json and run `npm run gen:schema -w @berth/backend-modal`; test/schema-generated.test.ts
+// fails while this file and fields.json disagree.
+//
+// The parts of Modal's protobuf API the backend speaks, as a .ts constant so nothing reads files at
+// run time and the value types keep their literals.
 import type { Schema } from './schema-spec.js';
 
 export const SCHEMA = {

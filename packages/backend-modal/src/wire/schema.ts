@@ -1,6 +1,7 @@
 // Modal's protobuf schema and its types, in one import for the codec and the API wrappers:
 // - schema-spec.ts: the shape fields.json is written in;
-// - schema-data.ts: SCHEMA, the messages the backend speaks (mirrors fields.json);
+// - schema-data.ts: SCHEMA, the messages the backend speaks (generated from fields.json by
+//   scripts/gen-schema.mjs: `npm run gen:schema -w @berth/backend-modal`);
 // - schema-values.ts: the TypeScript types of message values, derived from a schema;
 // - schema-index.ts: the resolved lookup tables the codec works from.
 export type { EnumSpec, FieldSpec, MessageSpec, ScalarType, Schema } from './schema-spec.js';

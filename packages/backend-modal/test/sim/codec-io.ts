@@ -49,6 +49,11 @@ export class Reader {
     this.#buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
+  /** Bytes read so far. */
+  get pos(): number {
+    return this.#pos;
+  }
+
   done(): boolean {
     return this.#pos >= this.#buf.length;
   }
@@ -75,11 +80,13 @@ export class Reader {
     return this.fixed(Number(this.varint()));
   }
 
-  skip(wt: number): void {
+  /** Skips a value of an unknown field; `what` names it in the error for an invalid wire type. */
+  skip(wt: number, what = 'a field'): void {
     if (wt === 0) this.varint();
     else if (wt === 1) this.fixed(8);
     else if (wt === 2) this.lengthDelimited();
     else if (wt === 5) this.fixed(4);
-    else throw new ProtoError(`cannot skip wire type ${wt}`);
+    else if (wt === 3 || wt === 4) throw new ProtoError(`${what}: wire type ${wt} is a group, which proto3 (and so Modal's API) never sends`);
+    else throw new ProtoError(`${what}: wire type ${wt} is not a protobuf wire type (valid: 0, 1, 2, 5)`);
   }
 }

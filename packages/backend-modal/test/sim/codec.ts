@@ -3,6 +3,8 @@
 // here and pass unnoticed. Values are plain objects keyed by snake_case field names, enums as
 // their NAME strings (numbers when unknown), bytes as Uint8Array, maps as plain objects, 64-bit
 // integers as numbers when safe and bigints otherwise: the shape test/support/text-format.ts makes.
+// A type fields.json names but does not define may be an enum or a message: it is decoded by the
+// wire type that arrives (varint: the enum's number; length-delimited: the message's raw bytes).
 import { readFileSync } from 'node:fs';
 import { ProtoError, Reader, Writer } from './codec-io.js';
 
@@ -25,7 +27,7 @@ type Type =
   | { kind: 'enum'; name: string; byName: Map<string, number>; byNumber: Map<number, string> }
   | { kind: 'message'; name: string }
   | { kind: 'map'; key: string; value: Type }
-  /** Named in fields.json but not defined there: carried as raw bytes. */
+  /** Named in fields.json but not defined there: an enum's number or a message's raw bytes. */
   | { kind: 'opaque'; name: string };
 
 interface Field {
@@ -94,8 +96,8 @@ export class SimCodec {
     const fields = Object.entries(spec.fields)
       .map(([fname, f]): Field => {
         const type = this.#resolve(full, f.type);
-        const message = type.kind === 'message' || type.kind === 'opaque';
-        return { name: fname, number: f.number, type, repeated: f.label === 'repeated', presence: f.label === 'optional' || f.oneof !== undefined || message, ...(f.oneof ? { oneof: f.oneof } : {}) };
+        const presence = f.label === 'optional' || f.oneof !== undefined || type.kind === 'message';
+        return { name: fname, number: f.number, type, repeated: f.label === 'repeated', presence, ...(f.oneof ? { oneof: f.oneof } : {}) };
       })
       .sort((a, b) => a.number - b.number); // protoc writes fields in number order
     const info = { name: full, fields, byNumber: new Map(fields.map((f) => [f.number, f])) };
@@ -145,7 +147,7 @@ export class SimCodec {
           for (const item of items) this.#scalarBody(item, field.type, packed);
           out.tag(field.number, 2).bytes(packed.finish());
         } else for (const item of items) this.#encodeValue(field.number, item, field.type, out);
-      } else if (field.presence || !isDefault(field.type, v)) {
+      } else if (field.presence || (field.type.kind === 'opaque' && v instanceof Uint8Array) || !isDefault(field.type, v)) {
         this.#encodeValue(field.number, v, field.type, out);
       }
     }
@@ -157,8 +159,10 @@ export class SimCodec {
       this.#encodeInto(this.#message(type.name), v as Msg, inner);
       out.tag(number, 2).bytes(inner.finish());
     } else if (type.kind === 'opaque') {
-      if (!(v instanceof Uint8Array)) throw new ProtoError(`${type.name} is not in the schema: give its encoding as bytes`);
-      out.tag(number, 2).bytes(v);
+      // Not in the schema: bytes are an encoded message, an integer an enum's number.
+      if (v instanceof Uint8Array) out.tag(number, 2).bytes(v);
+      else if (Number.isInteger(v)) out.tag(number, 0).varint(BigInt.asUintN(64, BigInt(v as number)));
+      else throw new ProtoError(`${type.name} is not in the schema: give a message's encoding as bytes or an enum's number`);
     } else if (type.kind === 'map') {
       throw new ProtoError('a map cannot be nested');
     } else {
@@ -217,12 +221,14 @@ export class SimCodec {
 
   #decodeInto(info: MessageInfo, r: Reader, out: Msg): void {
     while (!r.done()) {
+      const at = r.pos;
       const key = Number(r.varint());
       const number = key >>> 3;
       const wt = key & 7;
+      if (number === 0) throw new ProtoError(`invalid tag ${key} at byte ${at} of ${info.name}: field number 0`);
       const field = info.byNumber.get(number);
       if (!field) {
-        r.skip(wt);
+        r.skip(wt, `field ${number} of ${info.name} at byte ${at}`);
         continue;
       }
       if (field.type.kind === 'map') {
@@ -234,7 +240,7 @@ export class SimCodec {
           const ek = Number(entry.varint());
           if (ek >>> 3 === 1) k = this.#decodeValue(entry, { kind: 'scalar', scalar: t.key }, ek & 7);
           else if (ek >>> 3 === 2) v = this.#decodeValue(entry, t.value, ek & 7, v);
-          else entry.skip(ek & 7);
+          else entry.skip(ek & 7, `field ${ek >>> 3} of a ${field.name} entry`);
         }
         ((out[field.name] ??= {}) as Msg)[String(k)] = v;
       } else if (field.repeated) {
@@ -258,9 +264,16 @@ export class SimCodec {
       this.#decodeInto(this.#message(type.name), new Reader(r.lengthDelimited()), target);
       return target;
     }
-    if (type.kind === 'opaque') return new Uint8Array(r.lengthDelimited());
+    if (type.kind === 'opaque') {
+      // Never assume which it is: a varint can only be an enum; length-delimited is a message (or a
+      // packed repeated enum), kept as its raw bytes.
+      if (wt === 0) return Number(BigInt.asIntN(32, r.varint()));
+      if (wt === 2) return new Uint8Array(r.lengthDelimited());
+      throw new ProtoError(`wire type ${wt} for ${type.name}, which fields.json does not define: an enum is a varint (0), a message length-delimited (2)`);
+    }
     if (type.kind === 'map') throw new ProtoError('a map cannot be nested');
     if (type.kind === 'enum') {
+      if (wt !== 0) throw new ProtoError(`wire type ${wt} for the enum ${type.name}`);
       const n = Number(BigInt.asIntN(32, r.varint()));
       return type.byNumber.get(n) ?? n;
     }

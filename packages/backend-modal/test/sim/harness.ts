@@ -18,7 +18,7 @@ export class Harness {
     this.client = new RawClient(sim.url, sim.ca, sim.codec, metadata ?? { 'x-modal-token-id': sim.tokenId, 'x-modal-token-secret': sim.tokenSecret });
   }
 
-  cp(rpc: string, msg: Msg, headers: Record<string, string> = {}): Promise<CallResult> {
+  cp(rpc: string, msg: Msg | Uint8Array, headers: Record<string, string> = {}): Promise<CallResult> {
     return this.client.call(`${CP}/${rpc}`, `modal.client.${rpc}Request`, `modal.client.${rpc}Response`, msg, headers);
   }
 

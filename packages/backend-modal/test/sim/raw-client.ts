@@ -46,10 +46,11 @@ export class RawClient {
     return this.#session;
   }
 
-  call(path: string, request: string, response: string, msg: Msg, headers: Record<string, string> = {}): Promise<CallResult> {
+  /** Calls with `msg` encoded as `request`, or with bytes as given (built by hand, as another client sends them). */
+  call(path: string, request: string, response: string, msg: Msg | Uint8Array, headers: Record<string, string> = {}): Promise<CallResult> {
     const started = Date.now();
     const req = this.session().request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...this.metadata, ...headers });
-    req.end(frame(this.codec.encode(request, msg)));
+    req.end(frame(msg instanceof Uint8Array ? msg : this.codec.encode(request, msg)));
     return new Promise((resolve) => {
       let head: IncomingHttpHeaders = {};
       let trailers: IncomingHttpHeaders = {};
