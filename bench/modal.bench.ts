@@ -21,7 +21,7 @@ const median = (xs: number[]) => {
 };
 
 const sim = await ModalSimulator.start();
-const modal = createModalBackend({ serverUrl: sim.url, ca: sim.ca, tokenId: sim.tokenId, tokenSecret: sim.tokenSecret, env: {} });
+const modal = createModalBackend({ serverUrl: sim.url, ca: sim.ca, tokenId: sim.tokenId, tokenSecret: sim.tokenSecret, modalConfigEnv: {} });
 const docker = createDockerBackend({ transfers: 'exec' });
 const tree = mkdtempSync(join(tmpdir(), 'berth-bench-modal-'));
 for (let i = 0; i < FILES; i++) {

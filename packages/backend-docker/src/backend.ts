@@ -1,33 +1,14 @@
 import Docker from 'dockerode';
+import { BerthError, isBuiltImage, mirrorImage, type Capabilities, type EnvironmentSpec } from '@berth/core';
 import {
-  BerthError,
-  ConfigError,
-  SPECIFICATION_VERSION,
-  isBuiltImage,
-  mirrorImage,
-  type Backend,
-  type Capabilities,
-  type Environment,
-  type EnvironmentSpec,
-  type EnvironmentSpecInput,
-  type PreflightCheck,
-  type PreflightReport,
-  type SweepOptions,
-  type SweepReport,
-} from '@berth/core';
-import {
-  CreationLimiter,
   LABEL_MANAGED,
   LABEL_SESSION,
-  SandboxEnvironment,
-  Sweep,
-  assertSupported,
   checkPullAuth,
-  newEnvironmentId,
-  parseEnvironmentSpec,
+  defineBackend,
   preflightFailure,
-  preflightSpec,
-  startAndCleanUp,
+  refuseRenamedOptions,
+  type DefinedBackend,
+  type ManagedResource,
 } from '@berth/core/backend-kit';
 import { dockerMessage, mapDaemonError, statusOf } from './docker-errors.js';
 import type { DockerBackendOptions } from './options.js';
@@ -49,129 +30,93 @@ const CAPABILITIES: Capabilities = {
 };
 
 const HINTS = {
+  gpus: "the engine's GPU runtime is not set up by berth: set resources.gpus to 0, or use a backend that provides GPUs",
   'resources.storage': 'leave it unset for Docker (limits need xfs quotas)',
   'mounts.image': 'use a bind mount of an extracted copy',
+  imageAuth: 'aws needs options.ecrLogin',
 };
 
-export class DockerBackend implements Backend {
-  readonly specificationVersion = SPECIFICATION_VERSION;
-  readonly name = BACKEND;
-  readonly capabilities: Capabilities;
-  readonly #options: DockerBackendOptions;
-  readonly #limiter: CreationLimiter;
-  #docker: Docker | undefined;
-  /** Shared by every environment of this backend, so concurrent starts of one context share a build. */
-  #builder: DockerImageBuilder | undefined;
+const RENAMED = {
+  env: "dockerConfigEnv: it is where Docker config credentials are looked up, not the sandboxes' environment (that is spec.env)",
+};
 
-  constructor(options: DockerBackendOptions) {
-    if (options && 'env' in options) {
-      throw new ConfigError({
-        operation: 'config',
-        backend: BACKEND,
-        path: 'options.env',
-        message: "createDockerBackend's env option is now dockerConfigEnv: it is where Docker config credentials are looked up, not the sandboxes' environment (that is spec.env)",
-      });
-    }
-    this.#options = options;
-    this.#limiter = new CreationLimiter(options.creation);
-    this.capabilities = {
-      ...CAPABILITIES,
-      imageAuth: CAPABILITIES.imageAuth.filter((k) => k !== 'aws' || options.ecrLogin !== undefined),
-    };
-  }
+/** The Docker backend, as `createDockerBackend` makes it. */
+export type DockerBackend = DefinedBackend;
 
-  /** The engine's address, as dockerode resolves it (options, else DOCKER_HOST, else the default socket). */
-  get target(): string {
-    const { socketPath, host, port, protocol } = this.#options;
-    if (socketPath) return `unix://${socketPath}`;
-    if (host) return `${protocol ?? 'http'}://${host}${port ? `:${port}` : ''}`;
-    return process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
-  }
-
-  /** The dockerode client, made on first use: the factory does no I/O. */
-  get docker(): Docker {
-    if (!this.#docker) {
-      const { socketPath, host, port, protocol } = this.#options;
-      this.#docker = socketPath || host ? new Docker({ socketPath, host, port, protocol } as Docker.DockerOptions) : new Docker();
-    }
-    return this.#docker;
-  }
-
-  environment(input: EnvironmentSpecInput): Environment {
-    const spec = parseEnvironmentSpec(input, { backend: BACKEND });
-    assertSupported(spec, this.capabilities, BACKEND, HINTS);
-    const id = newEnvironmentId(this.#options.namePrefix ?? 'berth');
-    return new SandboxEnvironment({
-      backend: BACKEND,
-      id,
-      spec,
-      transport: new DockerSandbox(this.docker, this.#options, id, spec, this.#imageSource(spec)),
-      limiter: this.#limiter,
-      capabilities: this.capabilities,
-      transfers: this.#options.transfers ?? 'native',
-      ...(this.#options.labels ? { labels: this.#options.labels } : {}),
-    });
-  }
-
-  #imageSource(spec: EnvironmentSpec): DockerImageSource {
-    const image = spec.image;
-    if (isBuiltImage(image)) return { kind: 'build', build: image.build, builder: (this.#builder ??= new DockerImageBuilder(this.docker, this.#options)) };
-    checkPullAuth(image.auth, this.#options, { backend: BACKEND, operation: 'config', factory: 'createDockerBackend' });
-    const pull = mirrorImage(image.ref, image.auth, this.#options.mirrors ?? []);
-    return { kind: 'pull', image: pull.image, ...(pull.auth ? { auth: pull.auth } : {}) };
-  }
-
-  async start(spec: EnvironmentSpecInput, opts: { signal?: AbortSignal } = {}): Promise<Environment> {
-    return startAndCleanUp(this.environment(spec), opts);
-  }
-
-  async preflight(input?: EnvironmentSpecInput): Promise<PreflightReport> {
-    const checks: PreflightCheck[] = [];
-    try {
-      const version = await this.docker.version();
-      checks.push({ name: 'daemon', status: 'ok', message: `Docker ${version.Version} (API ${version.ApiVersion}) is reachable` });
-    } catch (error) {
-      checks.push(preflightFailure('daemon', mapDaemonError(error, { operation: 'preflight', backend: BACKEND }) ?? error));
-      return { backend: BACKEND, ok: false, checks };
-    }
-    if (input !== undefined) {
-      const { env, check } = preflightSpec(() => this.environment(input));
-      checks.push(check);
-      if (!env) return { backend: BACKEND, ok: false, checks };
-      const image = env.spec.image;
-      if (isBuiltImage(image)) checks.push(...(await checkBuild(this.docker, this.#options, image.build)));
-      else checks.push(await checkImage(this.docker, this.#options, mirrorImage(image.ref, image.auth, this.#options.mirrors ?? [])));
-    }
-    return { backend: BACKEND, ok: checks.every((c) => c.status !== 'fail'), checks };
-  }
-
-  async sweep(opts: SweepOptions = {}): Promise<SweepReport> {
-    const sweep = new Sweep(BACKEND, opts);
-    const labels = [`${LABEL_MANAGED}=true`, ...(opts.session ? [`${LABEL_SESSION}=${opts.session}`] : [])];
-    let containers: Docker.ContainerInfo[];
-    try {
-      containers = await this.docker.listContainers({ all: true, filters: { label: labels } });
-    } catch (error) {
-      throw mapDaemonError(error, { operation: 'sweep', backend: BACKEND }) ?? error;
-    }
-    for (const info of containers) {
-      if (!sweep.isOrphan(info.Labels, info.Created * 1000)) continue;
-      await sweep.remove({
-        name: info.Names[0]?.replace(/^\//, '') ?? info.Id,
-        id: info.Id,
-        remove: () => this.docker.getContainer(info.Id).remove({ force: true, v: true }),
-        failure: (error) => {
-          if (statusOf(error) === 404) return undefined;
-          const mapped = BerthError.isInstance(error) ? error : mapDaemonError(error, { operation: 'sweep', backend: BACKEND });
-          return mapped?.message ?? dockerMessage(error);
-        },
-      });
-    }
-    return sweep.report;
-  }
+/** The engine's address, as dockerode resolves it (options, else DOCKER_HOST, else the default socket). */
+function engineAddress({ socketPath, host, port, protocol }: DockerBackendOptions): string {
+  if (socketPath) return `unix://${socketPath}`;
+  if (host) return `${protocol ?? 'http'}://${host}${port ? `:${port}` : ''}`;
+  return process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
 }
 
 /** The Docker backend. Does no I/O until an environment is started or preflight/sweep runs. */
 export function createDockerBackend(options: DockerBackendOptions = {}): DockerBackend {
-  return new DockerBackend(options);
+  refuseRenamedOptions(options, RENAMED, BACKEND, 'createDockerBackend');
+  let client: Docker | undefined;
+  const docker = (): Docker => {
+    const { socketPath, host, port, protocol } = options;
+    return (client ??= socketPath || host ? new Docker({ socketPath, host, port, protocol } as Docker.DockerOptions) : new Docker());
+  };
+  // Shared by every environment of this backend, so concurrent starts of one context share a build.
+  let builder: DockerImageBuilder | undefined;
+  const capabilities = { ...CAPABILITIES, imageAuth: CAPABILITIES.imageAuth.filter((k) => k !== 'aws' || options.ecrLogin !== undefined) };
+  const ctx = (operation: 'preflight' | 'sweep') => ({ operation, backend: BACKEND });
+
+  const imageSource = (spec: EnvironmentSpec): DockerImageSource => {
+    const image = spec.image;
+    if (isBuiltImage(image)) return { kind: 'build', build: image.build, builder: (builder ??= new DockerImageBuilder(docker(), options)) };
+    checkPullAuth(image.auth, options, { backend: BACKEND, operation: 'config', factory: 'createDockerBackend' });
+    const pull = mirrorImage(image.ref, image.auth, options.mirrors ?? []);
+    return { kind: 'pull', image: pull.image, ...(pull.auth ? { auth: pull.auth } : {}) };
+  };
+
+  const removalFailure = (error: unknown): string | undefined => {
+    if (statusOf(error) === 404) return undefined;
+    const mapped = BerthError.isInstance(error) ? error : mapDaemonError(error, ctx('sweep'));
+    return mapped?.message ?? dockerMessage(error);
+  };
+
+  return defineBackend({
+    name: BACKEND,
+    capabilities,
+    hints: HINTS,
+    options,
+    transfers: options.transfers ?? 'native',
+    target: () => engineAddress(options),
+    transport: (id, spec) => new DockerSandbox(docker(), options, id, spec, imageSource(spec)),
+    async checkApi() {
+      try {
+        const version = await docker().version();
+        return [{ name: 'daemon', status: 'ok', message: `Docker ${version.Version} (API ${version.ApiVersion}) is reachable` }];
+      } catch (error) {
+        return [preflightFailure('daemon', mapDaemonError(error, ctx('preflight')) ?? error)];
+      }
+    },
+    async checkSpec(spec) {
+      if (!spec) return [];
+      const image = spec.image;
+      if (isBuiltImage(image)) return checkBuild(docker(), options, image.build);
+      return [await checkImage(docker(), options, mirrorImage(image.ref, image.auth, options.mirrors ?? []))];
+    },
+    async listManaged({ session }) {
+      const labels = [`${LABEL_MANAGED}=true`, ...(session ? [`${LABEL_SESSION}=${session}`] : [])];
+      let containers: Docker.ContainerInfo[];
+      try {
+        containers = await docker().listContainers({ all: true, filters: { label: labels } });
+      } catch (error) {
+        throw mapDaemonError(error, ctx('sweep')) ?? error;
+      }
+      return containers.map(
+        (info): ManagedResource => ({
+          name: info.Names[0]?.replace(/^\//, '') ?? info.Id,
+          id: info.Id,
+          labels: info.Labels,
+          createdAtMs: info.Created * 1000,
+          remove: () => docker().getContainer(info.Id).remove({ force: true, v: true }),
+          failure: removalFailure,
+        }),
+      );
+    },
+  });
 }

@@ -8,6 +8,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
+import Modem from 'docker-modem';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { BackendUnavailableError, type EnvironmentPhase } from '@berth/core';
 import { createDockerBackend } from '@berth/backend-docker';
@@ -67,8 +68,8 @@ describe('docker teardown after a failed start', () => {
   it('daemon socket missing: start rejects with BackendUnavailableError, teardown asks the engine nothing', async () => {
     expect(existsSync('/tmp/nonexistent.sock')).toBe(false);
     const backend = createDockerBackend({ socketPath: '/tmp/nonexistent.sock' });
-    // Every engine call goes through the modem's dial: counted, and passed on unchanged.
-    const dial = vi.spyOn(backend.docker.modem, 'dial');
+    // Every engine call goes through docker-modem's dial (the client is the backend's own): counted, and passed on unchanged.
+    const dial = vi.spyOn(Modem.prototype, 'dial');
     const env = backend.environment({ image: BASIC, network: 'none' });
     const phases = phasesOf(env);
     const error = await env.start().catch((e: unknown) => e);
@@ -83,6 +84,7 @@ describe('docker teardown after a failed start', () => {
     // backend.start() tears down what a failed start made: here nothing, so no removal is sent.
     await expect(backend.start({ image: BASIC, network: 'none' })).rejects.toSatisfy((e) => BackendUnavailableError.isInstance(e));
     expect(dial.mock.calls.filter(([options]) => options.method === 'DELETE')).toEqual([]);
+    dial.mockRestore();
   });
 
   it('create sent and its answer lost: the container the engine made is removed', async () => {

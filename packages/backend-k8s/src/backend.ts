@@ -1,30 +1,14 @@
-import {
-  SPECIFICATION_VERSION,
-  describeImage,
-  isBuiltImage,
-  type Backend,
-  type Capabilities,
-  type Environment,
-  type EnvironmentSpec,
-  type EnvironmentSpecInput,
-  type PreflightCheck,
-  type PreflightReport,
-  type SweepOptions,
-  type SweepReport,
-} from '@berth/core';
+import { describeImage, isBuiltImage, type Capabilities, type EnvironmentSpec, type PreflightCheck } from '@berth/core';
 import {
   CreationLimiter,
   LABEL_MANAGED,
   LABEL_SESSION,
-  SandboxEnvironment,
-  Sweep,
-  assertSupported,
-  checkPullAuth,
-  newEnvironmentId,
+  defineBackend,
   parseEnvironmentSpec,
   preflightFailure,
-  preflightSpec,
-  startAndCleanUp,
+  refuseRenamedOptions,
+  type DefinedBackend,
+  type ManagedResource,
 } from '@berth/core/backend-kit';
 import { BACKEND, Cluster, type K8sTarget } from './cluster.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
@@ -53,145 +37,102 @@ const CAPABILITIES: Capabilities = {
 
 const HINTS = {
   network: "run the task with network 'public', or enforce NetworkPolicy in the cluster (see @berth/backend-k8s's README)",
+  networkSwitch: 'a pod keeps its network: run the whole task with one network',
+  execUser: "the exec subresource has no user: every command runs as the container's user",
+  tty: 'the exec socket speaks only the stdin, stdout, stderr and error channels: use berth exec without a terminal, or the Docker backend',
   imageBuild: "pass options.builder (createRegistryImageBuilder from @berth/backend-docker builds with the local engine and pushes to a registry the cluster pulls from), or build and push the image and pass its reference",
 };
 
-export class K8sBackend implements Backend {
-  readonly specificationVersion = SPECIFICATION_VERSION;
-  readonly name = BACKEND;
-  readonly capabilities: Capabilities;
-  readonly #options: K8sBackendOptions;
-  readonly #limiter: CreationLimiter;
-  readonly #removals: CreationLimiter;
-  #cluster: Cluster | undefined;
-  #pullSecrets: PullSecrets | undefined;
+const RENAMED = { preflightRegistries: 'probeRegistries (the same option on every backend)' };
 
-  constructor(options: K8sBackendOptions) {
-    this.#options = options;
-    // Builds need somewhere the cluster can pull from: claimed only with a builder.
-    this.capabilities = { ...CAPABILITIES, imageBuild: options.builder !== undefined };
-    this.#limiter = new CreationLimiter(options.creation ?? { maxConcurrent: 16, perSecond: 20 });
-    this.#removals = new CreationLimiter(options.removal ?? { maxConcurrent: 16, perSecond: 50 });
-  }
-
-  /** The API server and the namespace pods go into (reads the kubeconfig; no network I/O). */
-  get target(): string {
-    return `${this.cluster.server} namespace ${this.cluster.namespace}`;
-  }
-
-  /** The API client, made on first use: the factory does no I/O. */
-  get cluster(): Cluster {
-    return (this.#cluster ??= new Cluster(this.#options));
-  }
-
-  /** `target`, in parts: the API server, the namespace and why that one. Reads the kubeconfig, calls nothing. */
-  resolveTarget(): K8sTarget {
-    return this.cluster.target();
-  }
-
-  environment(input: EnvironmentSpecInput): Environment {
-    const spec = parseEnvironmentSpec(input, { backend: BACKEND });
-    assertSupported(spec, this.capabilities, BACKEND, HINTS);
-    const id = newEnvironmentId(this.#options.namePrefix ?? 'berth');
-    return new SandboxEnvironment({
-      backend: BACKEND,
-      id,
-      spec,
-      transport: new K8sSandbox({ cluster: this.cluster, options: this.#options, removals: this.#removals }, id, spec, this.#podImages(spec)),
-      limiter: this.#limiter,
-      capabilities: this.capabilities,
-      transfers: 'exec',
-    });
-  }
-
-  #podImages(spec: EnvironmentSpec) {
-    const image = spec.image;
-    return podImages(spec, isBuiltImage(image) ? undefined : image, this.#options, (this.#pullSecrets ??= new PullSecrets(this.cluster)));
-  }
-
-  async start(spec: EnvironmentSpecInput, opts: { signal?: AbortSignal } = {}): Promise<Environment> {
-    return startAndCleanUp(this.environment(spec), opts);
-  }
-
-  async preflight(input?: EnvironmentSpecInput): Promise<PreflightReport> {
-    const checks: PreflightCheck[] = [];
-    let cluster: Cluster;
-    try {
-      cluster = this.cluster;
-    } catch (error) {
-      // No kubeconfig, or one without a cluster: the ConfigError says what to do.
-      checks.push(preflightFailure('kubeconfig', error));
-      return { backend: BACKEND, ok: false, checks };
-    }
-    checks.push(await checkApi(cluster));
-    if (checks[0]!.status === 'fail') return { backend: BACKEND, ok: false, checks };
-    try {
-      checks.push(await checkRbac(this.cluster));
-    } catch (error) {
-      checks.push(preflightFailure('rbac', mapApiError(error, { operation: 'preflight' }) ?? error));
-    }
-    let spec = parseEnvironmentSpec({ image: 'berth-preflight', network: 'public' }, { backend: BACKEND });
-    if (input !== undefined) {
-      const { env, check } = preflightSpec(() => this.environment(input));
-      checks.push(check);
-      if (!env) return { backend: BACKEND, ok: false, checks };
-      if (isBuiltImage(env.spec.image)) {
-        checks.push({ name: 'build', status: 'ok', message: `${describeImage(env.spec.image)} will be built by ${this.#options.builder?.name ?? '?'} at start` });
-      }
-      // Every image the pod pulls (its own and its image mounts'), with every pull secret the pod names.
-      const images = this.#podImages(env.spec);
-      for (const { image: ref, auth } of [...(images.main ? [images.main] : []), ...images.mounts]) {
-        checks.push(await checkImage(this.cluster, this.#options, ref, auth, images.pullSecrets));
-      }
-      spec = env.spec;
-    }
-    // The pod as start would make it (tolerations, node selector, resources, patchPod), asked of the nodes.
-    const { namespace } = this.cluster;
-    const pod = podManifest({ name: 'berth-preflight', namespace, image: 'berth-preflight', spec, labels: { ...(this.#options.labels ?? {}) }, pullSecrets: [], options: this.#options });
-    checks.push(await checkNodes(this.cluster, pod));
-    return { backend: BACKEND, ok: checks.every((c) => c.status !== 'fail'), checks };
-  }
-
-  async sweep(opts: SweepOptions = {}): Promise<SweepReport> {
-    const sweep = new Sweep(BACKEND, opts);
-    const { core, namespace } = this.cluster;
-    const labelSelector = [`${LABEL_MANAGED}=true`, ...(opts.session ? [`${LABEL_SESSION}=${opts.session}`] : [])].join(',');
-    let pods;
-    try {
-      pods = await idempotent(() => core.listNamespacedPod({ namespace, labelSelector }));
-    } catch (error) {
-      throw mapApiError(error, { operation: 'sweep' }) ?? error;
-    }
-    // Pull secrets whose process is gone (a crash between a start and its teardown).
-    try {
-      const secrets = await idempotent(() => core.listNamespacedSecret({ namespace, labelSelector: `${LABEL_PULL_SECRET}=true${opts.session ? `,${LABEL_SESSION}=${opts.session}` : ''}` }));
-      for (const secret of secrets.items) {
-        const name = secret.metadata?.name ?? '';
-        if (!sweep.isOrphan(secret.metadata?.labels ?? {})) continue;
-        await sweep.remove({
-          name: `secret/${name}`,
-          remove: () => idempotent(() => core.deleteNamespacedSecret({ name, namespace })),
-          failure: (error) => (statusOf(error) === 404 ? undefined : apiMessage(error)),
-        });
-      }
-    } catch (error) {
-      throw mapApiError(error, { operation: 'sweep' }) ?? error;
-    }
-    for (const pod of pods.items) {
-      const name = pod.metadata?.name ?? '';
-      const created = pod.metadata?.creationTimestamp ? new Date(pod.metadata.creationTimestamp).getTime() : undefined;
-      if (!sweep.isOrphan(pod.metadata?.labels ?? {}, created)) continue;
-      await sweep.remove({
-        name,
-        remove: () => idempotent(() => core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 })),
-        failure: (error) => (statusOf(error) === 404 ? undefined : (mapApiError(error, { operation: 'sweep' })?.message ?? apiMessage(error))),
-      });
-    }
-    return sweep.report;
-  }
-}
+/** The Kubernetes backend; `resolveTarget()` gives `target` in parts (server, namespace, and why that namespace). */
+export type K8sBackend = DefinedBackend<{ resolveTarget(): K8sTarget }>;
 
 /** The Kubernetes backend. Does no I/O until an environment is started or preflight/sweep runs. */
 export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
-  return new K8sBackend(options);
+  refuseRenamedOptions(options, RENAMED, BACKEND, 'createK8sBackend');
+  // The API client, made on first use: the factory does no I/O.
+  let client: Cluster | undefined;
+  const cluster = () => (client ??= new Cluster(options));
+  let pullSecrets: PullSecrets | undefined;
+  const removals = new CreationLimiter(options.removal ?? { maxConcurrent: 16, perSecond: 50 });
+  const images = (spec: EnvironmentSpec) => {
+    const image = spec.image;
+    return podImages(spec, isBuiltImage(image) ? undefined : image, options, (pullSecrets ??= new PullSecrets(cluster())));
+  };
+
+  /** What the pod needs: a build, every image it pulls (with every pull secret it names), a node that can take it. */
+  const checkSpec = async (input: EnvironmentSpec | undefined): Promise<PreflightCheck[]> => {
+    const checks: PreflightCheck[] = [];
+    const spec = input ?? parseEnvironmentSpec({ image: 'berth-preflight', network: 'public' }, { backend: BACKEND });
+    if (input) {
+      if (isBuiltImage(input.image)) checks.push({ name: 'build', status: 'ok', message: `${describeImage(input.image)} will be built by ${options.builder?.name ?? '?'} at start` });
+      const pod = images(input);
+      for (const { image: ref, auth } of [...(pod.main ? [pod.main] : []), ...pod.mounts]) checks.push(await checkImage(cluster(), options, ref, auth, pod.pullSecrets));
+    }
+    // The pod as start would make it (tolerations, node selector, resources, patchPod), asked of the nodes.
+    const manifest = podManifest({ name: 'berth-preflight', namespace: cluster().namespace, image: 'berth-preflight', spec, labels: { ...(options.labels ?? {}) }, pullSecrets: [], options });
+    checks.push(await checkNodes(cluster(), manifest));
+    return checks;
+  };
+
+  const listManaged = async ({ session }: { session?: string }): Promise<ManagedResource[]> => {
+    const { core, namespace } = cluster();
+    const bySession = session ? `,${LABEL_SESSION}=${session}` : '';
+    const remove = (what: string, del: () => Promise<unknown>): Pick<ManagedResource, 'remove' | 'failure'> => ({
+      remove: () => idempotent(del),
+      failure: (error) => (statusOf(error) === 404 ? undefined : what === 'pod' ? (mapApiError(error, { operation: 'sweep' })?.message ?? apiMessage(error)) : apiMessage(error)),
+    });
+    try {
+      // Pull secrets whose process is gone (a crash between a start and its teardown), then pods.
+      const secrets = await idempotent(() => core.listNamespacedSecret({ namespace, labelSelector: `${LABEL_PULL_SECRET}=true${bySession}` }));
+      const pods = await idempotent(() => core.listNamespacedPod({ namespace, labelSelector: `${LABEL_MANAGED}=true${bySession}` }));
+      return [
+        ...secrets.items.map((secret): ManagedResource => {
+          const name = secret.metadata?.name ?? '';
+          return { name: `secret/${name}`, labels: secret.metadata?.labels ?? {}, ...remove('secret', () => core.deleteNamespacedSecret({ name, namespace })) };
+        }),
+        ...pods.items.map((pod): ManagedResource => {
+          const name = pod.metadata?.name ?? '';
+          const created = pod.metadata?.creationTimestamp ? new Date(pod.metadata.creationTimestamp).getTime() : undefined;
+          return { name, labels: pod.metadata?.labels ?? {}, ...(created ? { createdAtMs: created } : {}), ...remove('pod', () => core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 })) };
+        }),
+      ];
+    } catch (error) {
+      throw mapApiError(error, { operation: 'sweep' }) ?? error;
+    }
+  };
+
+  return defineBackend(
+    {
+      name: BACKEND,
+      // Builds need somewhere the cluster can pull from: claimed only with a builder.
+      capabilities: { ...CAPABILITIES, imageBuild: options.builder !== undefined },
+      hints: HINTS,
+      options,
+      defaultCreation: { maxConcurrent: 16, perSecond: 20 },
+      transfers: 'exec',
+      target: () => `${cluster().server} namespace ${cluster().namespace}`,
+      transport: (id, spec) => new K8sSandbox({ cluster: cluster(), options, removals }, id, spec, images(spec)),
+      async checkApi() {
+        let c: Cluster;
+        try {
+          c = cluster();
+        } catch (error) {
+          // No kubeconfig, or one without a cluster: the ConfigError says what to do.
+          return [preflightFailure('kubeconfig', error)];
+        }
+        const api = await checkApi(c);
+        if (api.status === 'fail') return [api];
+        try {
+          return [api, await checkRbac(c)];
+        } catch (error) {
+          return [api, preflightFailure('rbac', mapApiError(error, { operation: 'preflight' }) ?? error)];
+        }
+      },
+      checkSpec,
+      listManaged,
+    },
+    { resolveTarget: (): K8sTarget => cluster().target() },
+  );
 }

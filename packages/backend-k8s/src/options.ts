@@ -1,6 +1,6 @@
 import type { KubeConfig, V1Pod, V1Toleration } from '@kubernetes/client-node';
-import type { EnvironmentSpec, ImageBuilder, MirrorRule } from '@berth/core';
-import type { CreationLimits, PullCredentialSources } from '@berth/core/backend-kit';
+import type { EnvironmentSpec, ImageBuilder } from '@berth/core';
+import type { CommonBackendOptions, CreationLimits, ProbeRegistriesOption, PullCredentialSources, PullPolicyOption } from '@berth/core/backend-kit';
 
 /** Where the cluster is: a loaded KubeConfig, or how to load one. */
 export type KubeconfigSource =
@@ -14,12 +14,14 @@ export type KubeconfigSource =
       inCluster?: boolean;
     };
 
-export interface K8sBackendOptions extends PullCredentialSources {
+/**
+ * The common options (mirrors; creation, default 16 at once and 20 per second; labels and
+ * namePrefix on pods; dockerConfigEnv), pullPolicy, probeRegistries, and the cluster's own.
+ */
+export interface K8sBackendOptions extends CommonBackendOptions, PullCredentialSources, PullPolicyOption, ProbeRegistriesOption {
   kubeconfig?: KubeconfigSource;
   /** Every call is namespaced here. Default: the context's namespace, else 'default'. */
   namespace?: string;
-  /** The pods' imagePullPolicy: 'if-missing' (default, IfNotPresent, also for :latest), 'always', 'never'. */
-  pullPolicy?: 'if-missing' | 'always' | 'never';
   /** Existing pull secrets of the namespace, added to every pod. */
   imagePullSecrets?: readonly string[];
   nodeSelector?: Record<string, string>;
@@ -27,22 +29,12 @@ export interface K8sBackendOptions extends PullCredentialSources {
   runtimeClassName?: string;
   /** Default: no service account token in the pod (automountServiceAccountToken: false). */
   serviceAccountName?: string;
-  /** Labels and annotations on every pod (berth's own labels always win). */
-  labels?: Record<string, string>;
+  /** Annotations on every pod. */
   annotations?: Record<string, string>;
-  /** Rewrite image references before they go into the pod, e.g. docker.io/ -> mirror:5000/. */
-  mirrors?: readonly MirrorRule[];
-  /** Bound pod creation per backend instance. Default: 16 at once, 20 per second. */
-  creation?: CreationLimits;
   /** Bound pod deletions per backend instance, apart from creations. Default: 16 at once, 50 per second. */
   removal?: CreationLimits;
   /** Last word on the pod before it is created, for anything the options do not cover. */
   patchPod?: (pod: V1Pod, spec: EnvironmentSpec) => V1Pod;
-  /**
-   * Registries preflight may ask directly whether an image is pullable (no node is asked to pull).
-   * Default: every registry. An image elsewhere is reported as not checked.
-   */
-  preflightRegistries?: readonly string[];
   /**
    * A WebSocket ping on every exec connection this often, so a command that prints nothing for a
    * long time is not cut by an idle timeout between berth and the API server (load balancers often
@@ -55,6 +47,4 @@ export interface K8sBackendOptions extends PullCredentialSources {
    * a build spec is a CapabilityError.
    */
   builder?: ImageBuilder;
-  /** Prefix of pod names. Default 'berth'. */
-  namePrefix?: string;
 }

@@ -1,6 +1,6 @@
 import { AuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
 import type { ImageAuth, ImageRef, PreflightCheck } from '@berth/core';
-import { preflightFailure, probeImage, pullFailure, resolvePullCredential, type PullCredential } from '@berth/core/backend-kit';
+import { imageCheck, preflightFailure, resolvePullCredential, type PullCredential } from '@berth/core/backend-kit';
 import { BACKEND, type Cluster, type K8sTarget } from './cluster.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
 import { nodeMisfits } from './node-fit.js';
@@ -92,17 +92,7 @@ export async function checkImage(cluster: Cluster, options: K8sBackendOptions, r
     return preflightFailure('image', error);
   }
   if ((options.pullPolicy ?? 'if-missing') === 'never') return { name: 'image', status: 'warn', message: `pullPolicy is 'never': whether a node has ${ref.original} is not checked` };
-  if (options.preflightRegistries && !options.preflightRegistries.includes(ref.registry)) {
-    return { name: 'image', status: 'warn', message: `${ref.registry} is not among options.preflightRegistries: whether ${ref.original} is pullable was not checked` };
-  }
-  let probe;
-  try {
-    probe = await probeImage(ref, credential);
-  } catch (error) {
-    return { name: 'image', status: 'warn', message: `the registry of ${ref.original} could not be asked from here (${error instanceof Error ? error.message : String(error)})` };
-  }
-  if (probe.ok) return { name: 'image', status: 'ok', message: `${ref.original} is pullable${credential ? ' with the given credentials' : ' anonymously'}` };
-  return preflightFailure('image', pullFailure(probe.message, { ...ctx, image: ref.original, hadCredentials: credential !== undefined, retryAfterMs: probe.retryAfterMs }));
+  return imageCheck(ref, credential, { backend: BACKEND, probeRegistries: options.probeRegistries });
 }
 
 /**

@@ -14,9 +14,9 @@ const builder = createRegistryImageBuilder({ repository: '127.0.0.1:5000/berth/b
 
 describeBackendConformance({
   name: 'k8s',
-  // preflightRegistries: only the loopback registry is asked (the basic image is on the node only).
+  // probeRegistries: only the loopback registry is asked (the basic image is on the node only).
   createBackend: () =>
-    createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, namespace: NAMESPACE, tolerations: TOLERATE_FAULT, preflightRegistries: ['127.0.0.1:5000'], builder }),
+    createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, namespace: NAMESPACE, tolerations: TOLERATE_FAULT, probeRegistries: ['127.0.0.1:5000'], builder }),
   images: {
     basic: 'berth-test/busybox:latest',
     // Credentials in the spec: the backend makes the pull secret itself (see pull-secrets.test.ts for secretName).

@@ -85,7 +85,7 @@ describe('k8s pull secrets', () => {
 describe('k8s preflight', () => {
   it('checks RBAC, that a named pull secret exists, and asks the registry with the credentials the pod would have', async () => {
     await ensurePullSecret('berth-test-registry');
-    const backend = createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, preflightRegistries: ['127.0.0.1:5000'] });
+    const backend = createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, probeRegistries: ['127.0.0.1:5000'] });
     const named = await backend.preflight({ image: { ref: PRIVATE, auth: { secretName: 'berth-test-registry' } }, network: 'public' });
     expect(named.ok, JSON.stringify(named)).toBe(true);
     expect(named.checks.map((c) => [c.name, c.status])).toEqual([['api', 'ok'], ['rbac', 'ok'], ['spec', 'ok'], ['image', 'ok'], ['nodes', 'warn']]);

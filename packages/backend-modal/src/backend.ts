@@ -1,29 +1,13 @@
-import {
-  SPECIFICATION_VERSION,
-  isBuiltImage,
-  type Backend,
-  type Capabilities,
-  type Environment,
-  type EnvironmentSpecInput,
-  type PreflightCheck,
-  type PreflightReport,
-  type SweepOptions,
-  type SweepReport,
-} from '@berth/core';
+import { isBuiltImage, type Capabilities, type EnvironmentSpec, type PreflightCheck } from '@berth/core';
 import {
   LABEL_MANAGED,
   LABEL_SESSION,
-  SandboxEnvironment,
-  Sweep,
-  assertSupported,
-  newEnvironmentId,
-  parseEnvironmentSpec,
+  defineBackend,
+  imageCheck,
   preflightFailure,
-  preflightSpec,
-  probeImage,
-  pullFailure,
-  startAndCleanUp,
-  type CreationLimiter,
+  refuseRenamedOptions,
+  type DefinedBackend,
+  type ManagedResource,
 } from '@berth/core/backend-kit';
 import { BACKEND } from './credentials.js';
 import { planImage } from './image.js';
@@ -31,7 +15,7 @@ import { planDockerfile } from './dockerfile-build.js';
 import { mapModalError } from './modal-errors.js';
 import type { ModalBackendOptions } from './options.js';
 import { ModalSandbox } from './sandbox.js';
-import { ModalShared, creationLimiter } from './shared.js';
+import { ModalShared } from './shared.js';
 
 const CAPABILITIES: Capabilities = {
   // Modal has GPUs, but a count without a type says too little: not claimed yet.
@@ -49,125 +33,96 @@ const CAPABILITIES: Capabilities = {
 };
 
 const HINTS = {
+  gpus: 'a count without a GPU type says too little: not claimed yet; set resources.gpus to 0',
+  networkSwitch: "a sandbox keeps the network it was made with: run the whole task with one network",
+  execUser: "Modal's exec has no user: every command runs as the image's user",
+  tty: "berth's Modal exec path asks for no pseudo-terminal yet: use berth exec without a terminal, or the Docker backend",
+  'mounts.bind': 'upload the files after start (env.uploadDir)',
   'mounts.image': 'bake the runtime into the image',
+  imageAuth: "Modal's registry secrets hold a username and password, or AWS keys",
 };
 
-export class ModalBackend implements Backend {
-  readonly specificationVersion = SPECIFICATION_VERSION;
-  readonly name = BACKEND;
-  readonly capabilities: Capabilities = CAPABILITIES;
-  readonly #options: ModalBackendOptions;
-  readonly #limiter: CreationLimiter;
-  #shared: ModalShared | undefined;
+/** Modal's documented creation rate. */
+const DEFAULT_CREATION = { perSecond: 5, maxConcurrent: 32 };
 
-  constructor(options: ModalBackendOptions) {
-    this.#options = options;
-    this.#limiter = creationLimiter(options);
-  }
+const RENAMED = { env: 'modalConfigEnv (where MODAL_TOKEN_ID and the other Modal variables are read)' };
 
-  /** Modal's server, the environment and the app sandboxes are made in (no token in it). */
-  get target(): string {
-    const { environmentName, appName } = this.#options;
-    return `${this.#modal.credentials.serverUrl} environment ${environmentName ?? '(default)'} app ${appName ?? 'berth'}`;
-  }
-
-  /** The connection and credentials, made on first use: the factory does no I/O. */
-  get #modal(): ModalShared {
-    return (this.#shared ??= new ModalShared(this.#options));
-  }
-
-  environment(input: EnvironmentSpecInput): Environment {
-    const spec = parseEnvironmentSpec(input, { backend: BACKEND });
-    assertSupported(spec, this.capabilities, BACKEND, HINTS);
-    const image = spec.image;
-    const id = newEnvironmentId('berth');
-    const shared = this.#modal;
-    const plan = isBuiltImage(image)
-      ? planDockerfile(image.build, this.#options, id).then(({ base, recipe }) => ({ image: base, recipe }))
-      : planImage(image.ref, image.auth, this.#options, id).then((p) => ({ image: p }));
-    return new SandboxEnvironment({
-      backend: BACKEND,
-      id,
-      spec,
-      transport: new ModalSandbox(shared, id, spec, plan),
-      limiter: this.#limiter,
-      capabilities: this.capabilities,
-      transfers: 'exec',
-    });
-  }
-
-  async start(spec: EnvironmentSpecInput, opts: { signal?: AbortSignal } = {}): Promise<Environment> {
-    return startAndCleanUp(this.environment(spec), opts);
-  }
-
-  /** The token and the app; the spec; a named secret exists with the keys it needs; the image is pullable. */
-  async preflight(input?: EnvironmentSpecInput): Promise<PreflightReport> {
-    const checks: PreflightCheck[] = [];
-    let appId: string;
-    try {
-      appId = await this.#modal.app();
-      checks.push({ name: 'api', status: 'ok', message: `Modal accepts the token (${this.#modal.credentials.source}); app "${this.#options.appName ?? 'berth'}" is ${appId}` });
-    } catch (error) {
-      checks.push(preflightFailure('api', mapModalError(error, { operation: 'preflight' }) ?? error));
-      return { backend: BACKEND, ok: false, checks };
-    }
-    if (input !== undefined) {
-      const { env, check } = preflightSpec(() => this.environment(input));
-      checks.push(check);
-      if (!env) return { backend: BACKEND, ok: false, checks };
-      checks.push(await this.#checkImage(env));
-    }
-    return { backend: BACKEND, ok: checks.every((c) => c.status !== 'fail'), checks };
-  }
-
-  async #checkImage(env: Environment): Promise<PreflightCheck> {
-    const image = env.spec.image;
-    try {
-      // A Dockerfile is checked for what Modal's builder cannot do, and its base image like any image.
-      const plan = isBuiltImage(image) ? (await planDockerfile(image.build, this.#options)).base : await planImage(image.ref, image.auth, this.#options);
-      if (plan.named) {
-        await this.#modal.control.namedSecret(plan.named.name, plan.named.requiredKeys, this.#options.environmentName);
-        return { name: 'image', status: 'ok', message: `the Modal secret "${plan.named.name}" exists with ${plan.named.requiredKeys.join(', ')}; the image itself is checked when Modal pulls it` };
-      }
-      if (!this.#modal.mayProbe(plan.ref)) return { name: 'image', status: 'warn', message: `${plan.ref.registry} is not among options.probeRegistries: whether ${plan.ref.original} is pullable was not checked` };
-      const probe = await probeImage(plan.ref, plan.probeWith);
-      if (probe.ok) return { name: 'image', status: 'ok', message: `${plan.ref.original} is pullable${plan.hadCredentials ? ' with the given credentials' : ' anonymously'}` };
-      return preflightFailure('image', pullFailure(probe.message, { operation: 'preflight', backend: BACKEND, image: plan.ref.original, hadCredentials: plan.hadCredentials, ...(probe.retryAfterMs !== undefined ? { retryAfterMs: probe.retryAfterMs } : {}) }));
-    } catch (error) {
-      return preflightFailure('image', mapModalError(error, { operation: 'preflight' }, { path: 'spec.image.auth.secretName' }) ?? error);
-    }
-  }
-
-  /** Sandboxes of berth's app carrying berth's tags, whose process is gone (or older than asked). */
-  async sweep(opts: SweepOptions = {}): Promise<SweepReport> {
-    const sweep = new Sweep(BACKEND, opts);
-    const { control } = this.#modal;
-    try {
-      const appId = await this.#modal.app();
-      const sandboxes = await control.sandboxList(appId, { [LABEL_MANAGED]: 'true', ...(opts.session ? { [LABEL_SESSION]: opts.session } : {}) });
-      for (const sandbox of sandboxes) {
-        const tags = Object.fromEntries((sandbox.tags ?? []).map((t) => [t.tag_name ?? '', t.tag_value ?? '']));
-        if (!sweep.isOrphan(tags, sandbox.created_at ? sandbox.created_at * 1000 : undefined)) continue;
-        const id = sandbox.id ?? '';
-        await sweep.remove({
-          name: id,
-          remove: () => control.sandboxTerminate(id),
-          failure: (error) => (error instanceof Error ? error.message : String(error)),
-        });
-      }
-    } catch (error) {
-      throw mapModalError(error, { operation: 'sweep' }) ?? error;
-    }
-    return sweep.report;
-  }
-
-  /** Close the HTTP/2 connections (an idle connection would otherwise keep the process up). */
-  async close(): Promise<void> {
-    await this.#shared?.transport.close();
-  }
-}
+/** The Modal backend; `close()` ends its HTTP/2 connections (an idle one would keep the process up). */
+export type ModalBackend = DefinedBackend<{ close(): Promise<void> }>;
 
 /** The Modal backend. Does no I/O until an environment is started or preflight/sweep runs. */
 export function createModalBackend(options: ModalBackendOptions = {}): ModalBackend {
-  return new ModalBackend(options);
+  refuseRenamedOptions(options, RENAMED, BACKEND, 'createModalBackend');
+  // The connection and credentials, made on first use: the factory does no I/O.
+  let shared: ModalShared | undefined;
+  const modal = () => (shared ??= new ModalShared(options));
+
+  const plan = (id: string, spec: EnvironmentSpec) => {
+    const image = spec.image;
+    return isBuiltImage(image)
+      ? planDockerfile(image.build, options, id).then(({ base, recipe }) => ({ image: base, recipe }))
+      : planImage(image.ref, image.auth, options, id).then((p) => ({ image: p }));
+  };
+
+  /** A named secret exists with the keys it needs; else the image (a Dockerfile's base) is asked of its registry. */
+  const checkImage = async (spec: EnvironmentSpec): Promise<PreflightCheck> => {
+    const image = spec.image;
+    try {
+      const p = isBuiltImage(image) ? (await planDockerfile(image.build, options)).base : await planImage(image.ref, image.auth, options);
+      if (p.named) {
+        await modal().control.namedSecret(p.named.name, p.named.requiredKeys, options.environmentName);
+        return { name: 'image', status: 'ok', message: `the Modal secret "${p.named.name}" exists with ${p.named.requiredKeys.join(', ')}; the image itself is checked when Modal pulls it` };
+      }
+      return await imageCheck(p.ref, p.probeWith, { backend: BACKEND, probeRegistries: options.probeRegistries, hadCredentials: p.hadCredentials });
+    } catch (error) {
+      return preflightFailure('image', mapModalError(error, { operation: 'preflight' }, { path: 'spec.image.auth.secretName' }) ?? error);
+    }
+  };
+
+  return defineBackend(
+    {
+      name: BACKEND,
+      capabilities: CAPABILITIES,
+      hints: HINTS,
+      options,
+      defaultCreation: DEFAULT_CREATION,
+      transfers: 'exec',
+      target: () => `${modal().credentials.serverUrl} environment ${options.environmentName ?? '(default)'} app ${options.appName ?? 'berth'}`,
+      transport: (id, spec) => new ModalSandbox(modal(), id, spec, plan(id, spec)),
+      async checkApi() {
+        try {
+          const appId = await modal().app();
+          return [{ name: 'api', status: 'ok', message: `Modal accepts the token (${modal().credentials.source}); app "${options.appName ?? 'berth'}" is ${appId}` }];
+        } catch (error) {
+          return [preflightFailure('api', mapModalError(error, { operation: 'preflight' }) ?? error)];
+        }
+      },
+      checkSpec: async (spec) => (spec ? [await checkImage(spec)] : []),
+      // Sandboxes of berth's app carrying berth's tags.
+      async listManaged({ session }) {
+        const { control } = modal();
+        try {
+          const appId = await modal().app();
+          const sandboxes = await control.sandboxList(appId, { [LABEL_MANAGED]: 'true', ...(session ? { [LABEL_SESSION]: session } : {}) });
+          return sandboxes.map((sandbox): ManagedResource => {
+            const id = sandbox.id ?? '';
+            return {
+              name: id,
+              labels: Object.fromEntries((sandbox.tags ?? []).map((t) => [t.tag_name ?? '', t.tag_value ?? ''])),
+              ...(sandbox.created_at ? { createdAtMs: sandbox.created_at * 1000 } : {}),
+              remove: () => control.sandboxTerminate(id),
+              failure: (error) => (error instanceof Error ? error.message : String(error)),
+            };
+          });
+        } catch (error) {
+          throw mapModalError(error, { operation: 'sweep' }) ?? error;
+        }
+      },
+    },
+    {
+      async close(): Promise<void> {
+        await shared?.transport.close();
+      },
+    },
+  );
 }

@@ -22,7 +22,7 @@ export interface ModalCredentials {
  * the only one). The secret is registered for redaction before it goes anywhere.
  */
 export function resolveCredentials(options: ModalBackendOptions): ModalCredentials {
-  const env = options.env ?? process.env;
+  const env = options.modalConfigEnv ?? process.env;
   const path = options.configPath ?? env.MODAL_CONFIG_PATH ?? join(env.HOME ?? homedir(), '.modal.toml');
   const profile = readProfile(path, env.MODAL_PROFILE);
   const pick = (option: string | undefined, variable: string, key: string): [string | undefined, string] =>

@@ -1,2 +1,2 @@
-export { createModalBackend, ModalBackend } from './backend.js';
+export { createModalBackend, type ModalBackend } from './backend.js';
 export type { ModalBackendOptions } from './options.js';

@@ -1,7 +1,11 @@
-import type { MirrorRule } from '@berth/core';
-import type { CreationLimits, PullCredentialSources } from '@berth/core/backend-kit';
+import type { CommonBackendOptions, ProbeRegistriesOption } from '@berth/core/backend-kit';
 
-export interface ModalBackendOptions extends Pick<PullCredentialSources, 'dockerConfigEnv'> {
+/**
+ * Modal's options: the common ones (mirrors, creation: default 5 per second and 32 at once, as
+ * Modal documents its creation rate; labels as sandbox tags; namePrefix; dockerConfigEnv),
+ * probeRegistries, and where Modal is.
+ */
+export interface ModalBackendOptions extends CommonBackendOptions, ProbeRegistriesOption {
   /** Default: MODAL_TOKEN_ID, else the active profile of ~/.modal.toml. */
   tokenId?: string;
   /** Default: MODAL_TOKEN_SECRET, else the active profile of ~/.modal.toml. */
@@ -14,21 +18,8 @@ export interface ModalBackendOptions extends Pick<PullCredentialSources, 'docker
   appName?: string;
   /** The Modal environment. Default: the workspace's default. */
   environmentName?: string;
-  /** Image reference rewrites, applied before anything else. */
-  mirrors?: readonly MirrorRule[];
-  /**
-   * Bound sandbox creation per backend instance. Default: 5 per second (Modal's documented creation
-   * rate), 32 at once.
-   */
-  creation?: CreationLimits;
   /** Where ~/.modal.toml is looked for (tests). Default: MODAL_CONFIG_PATH, else ~/.modal.toml. */
   configPath?: string;
-  /** Environment variables the credentials are read from. Default process.env. */
-  env?: Record<string, string | undefined>;
-  /**
-   * Registries preflight may ask directly whether an image is pullable. Default: every registry.
-   * Also used when a sandbox's container cannot be loaded, to tell a private image pulled without
-   * credentials from an infrastructure failure.
-   */
-  probeRegistries?: readonly string[];
+  /** Where MODAL_TOKEN_ID, MODAL_TOKEN_SECRET, MODAL_SERVER_URL, MODAL_PROFILE and MODAL_CONFIG_PATH are read. Default process.env. */
+  modalConfigEnv?: Record<string, string | undefined>;
 }

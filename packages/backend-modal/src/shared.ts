@@ -1,5 +1,4 @@
 import type { ImageRef } from '@berth/core';
-import { CreationLimiter } from '@berth/core/backend-kit';
 import { resolveCredentials, type ModalCredentials } from './credentials.js';
 import { ImageBuilds } from './image.js';
 import type { ModalBackendOptions } from './options.js';
@@ -37,9 +36,4 @@ export class ModalShared {
   mayProbe(ref: ImageRef): boolean {
     return !this.options.probeRegistries || this.options.probeRegistries.includes(ref.registry);
   }
-}
-
-/** Modal's documented sandbox creation rate, and a bound on creations in flight. */
-export function creationLimiter(options: ModalBackendOptions): CreationLimiter {
-  return new CreationLimiter(options.creation ?? { perSecond: 5, maxConcurrent: 32 });
 }

@@ -29,23 +29,23 @@ describe('resolveCredentials', () => {
   it('options first, then MODAL_TOKEN_ID / MODAL_TOKEN_SECRET, then the active profile', () => {
     const configPath = toml(PROFILES);
     const env = { MODAL_TOKEN_ID: 'ak-env', MODAL_TOKEN_SECRET: 'as-env' };
-    expect(resolveCredentials({ tokenId: 'ak-opt', tokenSecret: 'as-opt', env, configPath })).toMatchObject({ tokenId: 'ak-opt', tokenSecret: 'as-opt', source: 'options' });
-    expect(resolveCredentials({ env, configPath })).toMatchObject({ tokenId: 'ak-env', tokenSecret: 'as-env', source: 'MODAL_TOKEN_ID', serverUrl: 'https://modal.internal:8443' });
-    expect(resolveCredentials({ env: {}, configPath })).toMatchObject({ tokenId: 'ak-work', tokenSecret: 'as-work', serverUrl: 'https://modal.internal:8443' });
+    expect(resolveCredentials({ tokenId: 'ak-opt', tokenSecret: 'as-opt', modalConfigEnv: env, configPath })).toMatchObject({ tokenId: 'ak-opt', tokenSecret: 'as-opt', source: 'options' });
+    expect(resolveCredentials({ modalConfigEnv: env, configPath })).toMatchObject({ tokenId: 'ak-env', tokenSecret: 'as-env', source: 'MODAL_TOKEN_ID', serverUrl: 'https://modal.internal:8443' });
+    expect(resolveCredentials({ modalConfigEnv: {}, configPath })).toMatchObject({ tokenId: 'ak-work', tokenSecret: 'as-work', serverUrl: 'https://modal.internal:8443' });
   });
 
   it('MODAL_PROFILE picks a profile; a single profile needs no active flag; the server defaults to Modal', () => {
     const configPath = toml(PROFILES);
-    expect(resolveCredentials({ env: { MODAL_PROFILE: 'default' }, configPath })).toMatchObject({ tokenId: 'ak-default' });
+    expect(resolveCredentials({ modalConfigEnv: { MODAL_PROFILE: 'default' }, configPath })).toMatchObject({ tokenId: 'ak-default' });
     const single = toml('[only]\ntoken_id = "ak-1"\ntoken_secret = "as-1"\n');
-    expect(resolveCredentials({ env: {}, configPath: single })).toMatchObject({ tokenId: 'ak-1', serverUrl: 'https://api.modal.com' });
-    expect(resolveCredentials({ env: { MODAL_SERVER_URL: 'https://127.0.0.1:9/' }, configPath: single }).serverUrl).toBe('https://127.0.0.1:9');
+    expect(resolveCredentials({ modalConfigEnv: {}, configPath: single })).toMatchObject({ tokenId: 'ak-1', serverUrl: 'https://api.modal.com' });
+    expect(resolveCredentials({ modalConfigEnv: { MODAL_SERVER_URL: 'https://127.0.0.1:9/' }, configPath: single }).serverUrl).toBe('https://127.0.0.1:9');
   });
 
   it('no token anywhere is a ConfigError that says where it looked and how to fix it', () => {
     let error: unknown;
     try {
-      resolveCredentials({ env: {}, configPath: join(dir, 'missing.toml') });
+      resolveCredentials({ modalConfigEnv: {}, configPath: join(dir, 'missing.toml') });
     } catch (e) {
       error = e;
     }
@@ -54,7 +54,7 @@ describe('resolveCredentials', () => {
   });
 
   it('the secret is redacted from anything serialised afterwards', () => {
-    resolveCredentials({ tokenId: 'ak-x', tokenSecret: 'as-very-secret-value', env: {} });
+    resolveCredentials({ tokenId: 'ak-x', tokenSecret: 'as-very-secret-value', modalConfigEnv: {} });
     const error = new ConfigError({ operation: 'config', path: 'x', message: 'token as-very-secret-value was refused' });
     expect(JSON.stringify(serializeError(error))).not.toContain('as-very-secret-value');
   });

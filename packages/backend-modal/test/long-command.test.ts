@@ -7,7 +7,7 @@ import { ModalSimulator } from './sim/index.js';
 import { ARG_LIMIT } from './sim/router.js';
 
 const sim = await ModalSimulator.start();
-const backend = createModalBackend({ serverUrl: sim.url, ca: sim.ca, tokenId: sim.tokenId, tokenSecret: sim.tokenSecret, env: {} });
+const backend = createModalBackend({ serverUrl: sim.url, ca: sim.ca, tokenId: sim.tokenId, tokenSecret: sim.tokenSecret, modalConfigEnv: {} });
 afterAll(async () => {
   await backend.close();
   await sim.close();

@@ -3,6 +3,10 @@
  * per environment and wraps it in a `SandboxEnvironment`; the kit does the rest. See the
  * "Writing a backend" section of @berth/core's README.
  */
+export { defineBackend, type BackendDefinition, type DefinedBackend, type ManagedResource } from './define-backend.js';
+export { refuseRenamedOptions, type CommonBackendOptions, type ProbeRegistriesOption, type PullPolicyOption } from './common-options.js';
+export { imageCheck, type ImageCheckContext } from './image-check.js';
+export { capabilityTable, type CapabilitySource } from './capability-table.js';
 export { SandboxEnvironment, type SandboxEnvironmentOptions } from './environment.js';
 export type {
   ArchiveTransport,

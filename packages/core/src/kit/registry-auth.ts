@@ -16,11 +16,7 @@ export interface PullCredentialSources {
   registrySecrets?: Record<string, RegistrySecret>;
   /** Resolves `{ aws }` auth to an ECR login (e.g. via @aws-sdk/client-ecr GetAuthorizationToken). */
   ecrLogin?: (ref: ImageRef, aws: AwsAuth) => Promise<{ username: string; password: string }>;
-  /**
-   * Where Docker-config credentials are looked up: the variables DOCKER_CONFIG, DOCKER_AUTH_CONFIG
-   * and HOME (and the PATH credential helpers run with). Default process.env. Not the sandbox's
-   * environment: that is spec.env.
-   */
+  /** Where Docker-config credentials are looked up (see CommonBackendOptions.dockerConfigEnv). */
   dockerConfigEnv?: Record<string, string | undefined>;
 }
 

@@ -1,0 +1,52 @@
+import type { Capabilities, ImageAuthKind } from '../contract.js';
+import type { CapabilityHints } from './capabilities.js';
+
+/** A backend as the table sees it: what it claims, and what it says instead where it does not. */
+export interface CapabilitySource {
+  name: string;
+  capabilities: Capabilities;
+  hints?: CapabilityHints;
+}
+
+type Row = [what: string, claimed: (c: Capabilities) => boolean, hint: keyof CapabilityHints];
+
+const AUTH: ReadonlyArray<[ImageAuthKind, string]> = [
+  ['basic', 'username / password'],
+  ['identityToken', 'identity token'],
+  ['secretName', 'a named secret'],
+  ['dockerConfig', "Docker's config"],
+  ['aws', 'AWS (ECR)'],
+];
+
+const ROWS: Row[] = [
+  ['network `none`', (c) => c.networkModes.includes('none'), 'network'],
+  ['network `public`', (c) => c.networkModes.includes('public'), 'network'],
+  ['network switching (`setNetwork`, per-phase networks)', (c) => c.networkSwitch, 'networkSwitch'],
+  ['exec as another user (`opts.user`)', (c) => c.execUser, 'execUser'],
+  ['a terminal for exec (`opts.tty`)', (c) => c.tty, 'tty'],
+  ['GPUs (`resources.gpus`)', (c) => c.gpus, 'gpus'],
+  ['cpu limit (`resources.cpus`)', (c) => c.resourceLimits.cpus, 'resources.cpus'],
+  ['memory limit (`resources.memoryMb`)', (c) => c.resourceLimits.memory, 'resources.memory'],
+  ['storage limit (`resources.storageMb`)', (c) => c.resourceLimits.storage, 'resources.storage'],
+  ['Dockerfile builds (`image.build`)', (c) => c.imageBuild, 'imageBuild'],
+  ['bind mounts', (c) => c.mounts.includes('bind'), 'mounts.bind'],
+  ['image mounts (an agent runtime from another image)', (c) => c.mounts.includes('image'), 'mounts.image'],
+  ...AUTH.map(([kind, words]): Row => [`registry auth: ${words}`, (c) => c.imageAuth.includes(kind), 'imageAuth']),
+];
+
+const cell = (text: string) => text.replace(/\|/g, '\\|');
+
+/**
+ * The README's capability table: one row per capability, one column per backend, and where a
+ * backend refuses, what it says instead (its hint). Generated from the backends themselves, so
+ * the docs cannot claim what the code does not do.
+ */
+export function capabilityTable(backends: readonly CapabilitySource[]): string {
+  const header = `| capability | ${backends.map((b) => b.name).join(' | ')} |`;
+  const rule = `|---|${backends.map(() => '---').join('|')}|`;
+  const rows = ROWS.map(([what, claimed, hint]) => {
+    const cells = backends.map((b) => (claimed(b.capabilities) ? 'yes' : `no${b.hints?.[hint] ? `: ${b.hints[hint]}` : ''}`));
+    return `| ${what} | ${cells.map(cell).join(' | ')} |`;
+  });
+  return [header, rule, ...rows].join('\n');
+}

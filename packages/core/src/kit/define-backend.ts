@@ -1,0 +1,129 @@
+import {
+  SPECIFICATION_VERSION,
+  type Backend,
+  type Capabilities,
+  type Environment,
+  type EnvironmentSpec,
+  type EnvironmentSpecInput,
+  type PreflightCheck,
+  type PreflightReport,
+  type SweepOptions,
+  type SweepReport,
+} from '../contract.js';
+import { newEnvironmentId } from '../labels.js';
+import { parseEnvironmentSpec } from '../spec.js';
+import { preflightFailure, preflightSpec, startAndCleanUp } from './backend-helpers.js';
+import { assertSupported, type CapabilityHints } from './capabilities.js';
+import type { CommonBackendOptions } from './common-options.js';
+import { CreationLimiter, type CreationLimits } from './creation-limiter.js';
+import { SandboxEnvironment } from './environment.js';
+import { Sweep, type SweepTarget } from './sweep-rule.js';
+import type { TransferMode } from './transfers.js';
+import type { SandboxTransport } from './transport.js';
+
+/** One resource a backend manages, as its API lists it: the sweep loop decides whether it goes. */
+export interface ManagedResource extends SweepTarget {
+  /** Its labels (or tags): the sweep rule reads the owner and the creation time from them. */
+  labels: Readonly<Record<string, string | undefined>>;
+  /** The backend's own record of when it was made (ms since epoch), used if the label is missing. */
+  createdAtMs?: number;
+}
+
+/**
+ * What a backend supplies: its engine's API, nothing else. The kit owns `environment()` (parse,
+ * capability check, id, the lifecycle), `start()`, the preflight skeleton (API, spec, what the
+ * spec needs) and the sweep loop (the owner rule, dry runs, `ownedByThisProcess`).
+ */
+export interface BackendDefinition {
+  name: string;
+  capabilities: Capabilities;
+  /** What to do instead, per refused capability, for CapabilityError messages. */
+  hints?: CapabilityHints;
+  /** The options every backend shares (namePrefix, labels, creation limits...). */
+  options: CommonBackendOptions;
+  /** Creation limits when options.creation is unset; omitted: no limit. */
+  defaultCreation?: CreationLimits;
+  /** How files move; default 'native' (the transport's archive API when it has one). */
+  transfers?: TransferMode;
+  /** Where sandboxes go, in words without secrets (Backend.target). No network I/O. */
+  target(): string;
+  /** The transport of one environment; may throw a ConfigError for what the spec asks. */
+  transport(id: string, spec: EnvironmentSpec): SandboxTransport;
+  /** Is the API there, and may berth use it? A failed check ends preflight. May throw: a failed 'api' check. */
+  checkApi(): Promise<PreflightCheck[]>;
+  /** What a valid spec needs (its images, a build, a node to run on). `spec` is undefined when preflight got none. */
+  checkSpec?(spec: EnvironmentSpec | undefined): Promise<PreflightCheck[]>;
+  /** berth's resources (LABEL_MANAGED; LABEL_SESSION when given), for the sweep. May throw: sweep rejects with it. */
+  listManaged(opts: { session?: string }): Promise<ManagedResource[]>;
+}
+
+/** A backend made from a definition, with its hints (for docs); `extra` adds the backend's own methods (close(), ...). */
+export type DefinedBackend<Extra extends object = object> = Backend & { readonly hints: CapabilityHints } & Extra;
+
+/** The one way to make a Backend: see BackendDefinition. */
+export function defineBackend<Extra extends object = object>(def: BackendDefinition, extra?: Extra): DefinedBackend<Extra> {
+  const limiter = new CreationLimiter(def.options.creation ?? def.defaultCreation);
+
+  const environment = (input: EnvironmentSpecInput): Environment => {
+    const spec = parseEnvironmentSpec(input, { backend: def.name });
+    assertSupported(spec, def.capabilities, def.name, def.hints ?? {});
+    const id = newEnvironmentId(def.options.namePrefix ?? 'berth');
+    return new SandboxEnvironment({
+      backend: def.name,
+      id,
+      spec,
+      transport: def.transport(id, spec),
+      limiter,
+      capabilities: def.capabilities,
+      transfers: def.transfers ?? 'native',
+      ...(def.options.labels ? { labels: def.options.labels } : {}),
+    });
+  };
+
+  const report = (checks: PreflightCheck[]): PreflightReport => ({ backend: def.name, ok: checks.every((c) => c.status !== 'fail'), checks });
+
+  const preflight = async (input?: EnvironmentSpecInput): Promise<PreflightReport> => {
+    const checks: PreflightCheck[] = [];
+    try {
+      checks.push(...(await def.checkApi()));
+    } catch (error) {
+      checks.push(preflightFailure('api', error));
+    }
+    if (checks.some((c) => c.status === 'fail')) return report(checks);
+    let spec: EnvironmentSpec | undefined;
+    if (input !== undefined) {
+      const { env, check } = preflightSpec(() => environment(input));
+      checks.push(check);
+      if (!env) return report(checks);
+      spec = env.spec;
+    }
+    if (def.checkSpec) checks.push(...(await def.checkSpec(spec)));
+    return report(checks);
+  };
+
+  const sweep = async (opts: SweepOptions = {}): Promise<SweepReport> => {
+    const run = new Sweep(def.name, opts);
+    const resources = await def.listManaged(opts.session ? { session: opts.session } : {});
+    for (const resource of resources) {
+      if (!run.isOrphan(resource.labels, resource.createdAtMs)) continue;
+      await run.remove(resource);
+    }
+    return run.report;
+  };
+
+  const backend: Backend & { readonly hints: CapabilityHints } = {
+    specificationVersion: SPECIFICATION_VERSION,
+    name: def.name,
+    capabilities: def.capabilities,
+    hints: def.hints ?? {},
+    get target() {
+      return def.target();
+    },
+    environment,
+    // async: a spec refused by environment() is a rejection, as callers of a Promise expect.
+    start: async (input, opts = {}) => startAndCleanUp(environment(input), opts),
+    preflight,
+    sweep,
+  };
+  return Object.assign(backend, extra ?? {}) as DefinedBackend<Extra>;
+}

@@ -1,0 +1,113 @@
+// The kit's one way to define a backend: environment(), start(), the preflight skeleton and the
+// sweep loop come from the kit; the definition supplies only its engine's calls.
+import { hostname } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { CapabilityError, ConfigError } from '../src/errors.js';
+import { defineBackend, type BackendDefinition, type ManagedResource } from '../src/kit/define-backend.js';
+import { refuseRenamedOptions } from '../src/kit/common-options.js';
+import { LABEL_CREATED, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID } from '../src/labels.js';
+import type { Capabilities } from '../src/contract.js';
+import { LocalTransport } from './support/local-transport.js';
+
+const CAPABILITIES: Capabilities = {
+  gpus: false, networkModes: ['public', 'none'], networkSwitch: false, imageAuth: [], mounts: [], imageBuild: false, execUser: false, tty: false,
+  resourceLimits: { cpus: true, memory: true, storage: false },
+};
+
+function definition(over: Partial<BackendDefinition> = {}): BackendDefinition {
+  return {
+    name: 'local',
+    capabilities: CAPABILITIES,
+    hints: { 'resources.storage': 'leave it unset on local' },
+    options: {},
+    transfers: 'exec',
+    target: () => 'this machine',
+    transport: () => new LocalTransport(),
+    checkApi: async () => [{ name: 'api', status: 'ok', message: 'here' }],
+    listManaged: async () => [],
+    ...over,
+  };
+}
+
+const labels = (pid: number, extra: Record<string, string> = {}) => ({ [LABEL_MANAGED]: 'true', [LABEL_OWNER_PID]: String(pid), [LABEL_OWNER_HOST]: hostname(), [LABEL_CREATED]: String(Date.now()), ...extra });
+
+describe('defineBackend', () => {
+  it('makes environments: spec parsed, capabilities refused with the hint, ids with namePrefix, labels merged under berth\'s', async () => {
+    const backend = defineBackend(definition({ options: { namePrefix: 'evals', labels: { team: 'a', [LABEL_MANAGED]: 'no' } } }));
+    expect(backend.target).toBe('this machine');
+    expect(() => backend.environment({ image: 'x', resources: { storageMb: 10 } })).toThrow(CapabilityError);
+    expect(() => backend.environment({ image: 'x', resources: { storageMb: 10 } })).toThrow(/leave it unset on local/);
+    expect(() => backend.environment({ image: '', network: 'public' })).toThrow(ConfigError);
+    // start() rejects (never throws synchronously) on a refused spec.
+    const refused = backend.start({ image: '' });
+    expect(refused).toBeInstanceOf(Promise);
+    await expect(refused).rejects.toThrow(ConfigError);
+    const env = await backend.start({ image: 'local:latest', network: 'none' });
+    try {
+      expect(env.id).toMatch(/^evals-/);
+      expect(env.backend).toBe('local');
+      expect((await env.exec(['echo', 'hi'])).stdout).toBe('hi\n');
+    } finally {
+      await env.teardown();
+    }
+  });
+
+  it('preflight: the API first (a failure, or a throw, ends it), then the spec, then what the spec needs', async () => {
+    const seen: Array<string | undefined> = [];
+    const checkSpec = async (spec: { image: unknown } | undefined) => {
+      seen.push(spec ? 'spec' : undefined);
+      return [{ name: 'image', status: 'ok' as const, message: 'fine' }];
+    };
+    const ok = await defineBackend(definition({ checkSpec })).preflight({ image: 'local:latest' });
+    expect(ok).toMatchObject({ backend: 'local', ok: true });
+    expect(ok.checks.map((c) => c.name)).toEqual(['api', 'spec', 'image']);
+    expect((await defineBackend(definition({ checkSpec })).preflight()).checks.map((c) => c.name)).toEqual(['api', 'image']);
+    expect(seen).toEqual(['spec', undefined]);
+
+    const badSpec = await defineBackend(definition({ checkSpec })).preflight({ image: 'x', resources: { storageMb: 1 } });
+    expect(badSpec.ok).toBe(false);
+    expect(badSpec.checks.map((c) => [c.name, c.status])).toEqual([['api', 'ok'], ['spec', 'fail']]);
+
+    const down = await defineBackend(definition({ checkSpec, checkApi: async () => Promise.reject(new Error('connect ECONNREFUSED')) })).preflight({ image: 'x' });
+    expect(down.checks).toEqual([expect.objectContaining({ name: 'api', status: 'fail', message: 'connect ECONNREFUSED' })]);
+    // Neither a refused spec nor a down API got as far as what the spec needs.
+    expect(seen).toHaveLength(2);
+  });
+
+  it('sweep: the owner rule, dry runs, ownedByThisProcess, and failures reported, never thrown', async () => {
+    const removed: string[] = [];
+    const resource = (name: string, pid: number, fail?: string): ManagedResource => ({
+      name,
+      labels: labels(pid),
+      remove: async () => {
+        if (fail) throw new Error(fail);
+        removed.push(name);
+      },
+      failure: (e) => (e as Error).message,
+    });
+    // A pid that cannot be alive, and ours.
+    const dead = 2 ** 22 + 12345;
+    const list = async () => [resource('dead-1', dead), resource('mine', process.pid), resource('dead-2', dead, 'engine said no')];
+    const backend = defineBackend(definition({ listManaged: list }));
+
+    const dry = await backend.sweep({ dryRun: true });
+    expect(dry).toMatchObject({ dryRun: true, wouldRemove: ['dead-1', 'dead-2'], removed: [] });
+    expect(removed).toEqual([]);
+
+    const swept = await backend.sweep();
+    expect(swept.removed).toEqual(['dead-1']);
+    expect(swept.failed).toEqual([expect.objectContaining({ id: 'dead-2', message: 'engine said no' })]);
+
+    const mine = await backend.sweep({ ownedByThisProcess: true });
+    expect(mine.removed).toEqual(['mine']);
+  });
+
+  it('adds the backend\'s own methods, and renamed options are refused naming the new one', () => {
+    const backend = defineBackend(definition(), { close: async () => 'closed' });
+    expect(typeof backend.close).toBe('function');
+    expect(() => refuseRenamedOptions({ preflightRegistries: [] }, { preflightRegistries: 'probeRegistries' }, 'k8s', 'createK8sBackend')).toThrow(
+      "createK8sBackend's preflightRegistries option is now probeRegistries",
+    );
+    expect(() => refuseRenamedOptions({ probeRegistries: [] }, { preflightRegistries: 'probeRegistries' }, 'k8s', 'createK8sBackend')).not.toThrow();
+  });
+});
