@@ -1,13 +1,13 @@
 /**
- * @berth/core/backend-kit: what a backend author needs. A backend supplies a `SandboxTransport`
- * per environment and wraps it in a `SandboxEnvironment`; the kit does the rest. See the
- * "Writing a backend" section of @berth/core's README.
+ * @berth/core/backend-kit: what a backend author needs, and no more. A backend is
+ * `defineBackend({ ... })`: its engine's calls (a `SandboxTransport` per sandbox, an API check,
+ * what a spec needs checked, what it manages); the kit does the rest. See the "Writing a backend"
+ * section of @berth/core's README.
  */
 export { defineBackend, type BackendDefinition, type DefinedBackend, type ManagedResource } from './define-backend.js';
 export { refuseRenamedOptions, type CommonBackendOptions, type ProbeRegistriesOption, type PullPolicyOption } from './common-options.js';
 export { imageCheck, type ImageCheckContext } from './image-check.js';
 export { capabilityTable, type CapabilitySource } from './capability-table.js';
-export { SandboxEnvironment, type SandboxEnvironmentOptions } from './environment.js';
 export type {
   ArchiveTransport,
   CreateContext,
@@ -21,7 +21,7 @@ export type {
 } from './transport.js';
 export type { TransferMode } from './transfers.js';
 export { CreationLimiter, type CreationLimits } from './creation-limiter.js';
-export { assertSupported, refuseExecTty, refuseExecUser, type CapabilityHints } from './capabilities.js';
+export { assertSupported, refuseExecUser, type CapabilityHints } from './capabilities.js';
 export { pullFailure, notPresentNeverPull, type PullFailureContext } from './pull-failure.js';
 export {
   checkPullAuth,
@@ -38,21 +38,9 @@ export { probeImage, type ProbeResult } from './registry-probe.js';
 export { keepAliveCommand } from './keep-alive.js';
 export { isUnreachable, refusedBeforeSending, unreachableApi } from './network-errors.js';
 export { API_RETRY_DEFAULTS, retryIdempotent, type ApiRetryPolicy, type TransientAnswer } from './api-retry.js';
-export { Sweep, isOrphan, processAlive, type OrphanQuery, type SweepTarget } from './sweep-rule.js';
-export { preflightFailure, preflightSpec, startAndCleanUp } from './backend-helpers.js';
+export { preflightFailure } from './backend-helpers.js';
 export { cancelledFrom, raceAbort, throwIfAborted } from '../abort.js';
 export { registerSecret } from '../redact.js';
-export { parseEnvironmentSpec, DEFAULT_STARTUP_MS } from '../spec.js';
+export { parseEnvironmentSpec } from '../spec.js';
 export { mirrorImage, type MirroredImage } from '../image-ref.js';
-export {
-  LABEL_CREATED,
-  LABEL_ENVIRONMENT,
-  LABEL_MANAGED,
-  LABEL_OWNER_HOST,
-  LABEL_OWNER_PID,
-  LABEL_SESSION,
-  SESSION_ID,
-  newEnvironmentId,
-  sandboxLabels,
-} from '../labels.js';
-export { SPECIFICATION_VERSION } from '../contract.js';
+export { LABEL_CREATED, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION, SESSION_ID } from '../labels.js';
