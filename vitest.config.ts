@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 
 const src = (pkg: string, entry = 'index.ts') => fileURLToPath(new URL(`./packages/${pkg}/src/${entry}`, import.meta.url));
 
-/** Tests run against the sources, so `npm test` needs no build step. */
+/** Tests import the sources through these aliases; the CLI's tests run its built binary, which is why `npm test` runs `tsc -b` first. */
 export const alias = [
   { find: /^@berth\/core\/backend-kit$/, replacement: src('core', 'kit/index.ts') },
   { find: /^@berth\/core$/, replacement: src('core') },

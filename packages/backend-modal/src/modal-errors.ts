@@ -8,8 +8,8 @@ export interface ErrorContext {
 }
 
 /**
- * Modal's status codes in berth's terms (see ../shared/modal-wire: "Status codes and what they
- * mean"): berth's token refused is permanent; NOT_FOUND on the sandbox or its task means it is
+ * Modal's status codes in berth's terms (the mapping is listed in the package README's wire
+ * section): berth's token refused is permanent; NOT_FOUND on the sandbox or its task means it is
  * gone; RESOURCE_EXHAUSTED, UNAVAILABLE and the like are transient (the retry hint kept);
  * INVALID_ARGUMENT and FAILED_PRECONDITION are the caller's configuration. Undefined for anything
  * that is not a gRPC status.
