@@ -1,6 +1,7 @@
 // gRPC over undici's HTTP/2 against a node:http2 server with TLS from a test CA: status from
 // trailers and from trailers-only answers, percent-encoded messages, retry hints, server streams,
 // and streams cut on the way. Also the reason the transport uses dispatch(): request() loses trailers.
+import { getEventListeners } from 'node:events';
 import { createSecureServer, type Http2SecureServer, type ServerHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { Client } from 'undici';
@@ -125,6 +126,22 @@ describe('GrpcTransport over undici HTTP/2', () => {
     const pending = failure(transport.unary(endpoint(), call('/t.S/Silent', { signal: controller.signal }), new Uint8Array()));
     controller.abort(new Error('caller gave up'));
     expect(String(await pending)).toContain('caller gave up');
+  });
+
+  it('calls under one long-lived signal leave no listener on it once they end: answered, failed, or a stream stopped early', async () => {
+    routes.set('/t.S/Echo', (stream, body) => answer(stream, [body.subarray(5)]));
+    routes.set('/t.S/Missing', (stream) => stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '5' }, { endStream: true }));
+    routes.set('/t.S/Two', (stream) => answer(stream, [Buffer.from('a'), Buffer.from('b')]));
+    const run = new AbortController();
+    const listeners = () => getEventListeners(run.signal, 'abort').length;
+    await transport.unary(endpoint(), call('/t.S/Echo', { signal: run.signal }), Buffer.from('x'));
+    await failure(transport.unary(endpoint(), call('/t.S/Missing', { signal: run.signal }), new Uint8Array()));
+    for await (const first of transport.stream(endpoint(), call('/t.S/Two', { signal: run.signal }), new Uint8Array())) {
+      expect(listeners()).toBe(1);
+      expect(Buffer.from(first).toString()).toBe('a');
+      break;
+    }
+    expect(listeners()).toBe(0);
   });
 
   it("why dispatch(): undici's request() API loses HTTP/2 trailers, so grpc-status would never be seen", async () => {

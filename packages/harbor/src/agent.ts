@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ConfigError, TransferError, type Environment, type ExecOptions, type ExecResult, type TrialContext } from '@berth/core';
+import { ConfigError, TransferError, linkSignals, type Environment, type ExecOptions, type ExecResult, type TrialContext } from '@berth/core';
 import { INSTRUCTION_PATH, startCommand, type CommandAgent } from './command-agent.js';
 import { checkVariables, resolveEnv, type HostEnv } from './env-template.js';
 import { envContext, harborFailure } from './reward.js';
@@ -130,15 +130,15 @@ async function runFunction(agent: AgentFunction, { env, task, ctx, timer }: Agen
     return;
   }
   const timeoutMs = task.agentTimeoutSec * 1000;
-  const deadline = new AbortController();
-  const signal = AbortSignal.any([ctx.signal, deadline.signal]);
+  // The attempt's signal or the agent's timeout; unlinked once the agent is done with it.
+  const deadline = linkSignals(ctx.signal);
   let timer_: NodeJS.Timeout | undefined;
   const timedOut = new Promise<'timeout'>((resolve) => {
     timer_ = setTimeout(() => resolve('timeout'), timeoutMs);
   });
   await timer.run('agent', async () => {
-    const running = agent(env, task, { ...ctx, signal });
     try {
+      const running = agent(env, task, { ...ctx, signal: deadline.signal });
       const first = await Promise.race([running, timedOut]);
       if (first === 'timeout') {
         // Stop it (an agent that honours its signal stops now; one that does not is cut off by
@@ -149,6 +149,7 @@ async function runFunction(agent: AgentFunction, { env, task, ctx, timer }: Agen
       }
     } finally {
       clearTimeout(timer_);
+      deadline.dispose();
     }
   });
 }

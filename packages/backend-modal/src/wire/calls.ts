@@ -1,14 +1,20 @@
 // How berth calls Modal's RPCs: encode, send, decode, and retry unary calls the way Modal's own
 // clients do (transient codes, backoff with jitter, RESOURCE_EXHAUSTED waited out with the
-// server's hint, the same x-idempotency-key on every attempt of one logical call).
+// server's hint, the same x-idempotency-key on every attempt of one logical call), on the kit's
+// retry helper.
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { retryIdempotent, type ApiRetryPolicy, type TransientAnswer } from '@berth/core/backend-kit';
 import type { MessageName, MessageValue } from './schema.js';
 import { decodeMessage, encodeMessage } from './protobuf.js';
 import { GRPC_CODE, GrpcError } from './grpc-status.js';
 import type { GrpcEndpoint, GrpcTransport } from './grpc.js';
 
-/** Codes Modal's SDKs retry on unary calls. */
+/**
+ * Codes Modal's SDKs retry on unary calls. DEADLINE_EXCEEDED, CANCELLED and INTERNAL may mean the
+ * server did the work: a retry is safe only because every attempt of a call carries its one
+ * x-idempotency-key, which the server deduplicates by (and the router's exec calls are keyed by
+ * exec id and offset).
+ */
 const TRANSIENT = new Set<number>([GRPC_CODE.DEADLINE_EXCEEDED, GRPC_CODE.UNAVAILABLE, GRPC_CODE.CANCELLED, GRPC_CODE.INTERNAL, GRPC_CODE.UNKNOWN]);
 
 export interface RetryPolicy {
@@ -35,39 +41,31 @@ export interface CallContext {
 
 /** Sends typed messages over a transport; `service` is the gRPC service's full name. */
 export class RpcCaller {
+  /** The retry policy in the kit's terms: transient codes, and rate limits counted apart. */
+  readonly #policies: { transient: ApiRetryPolicy; rateLimited: ApiRetryPolicy };
+
+  /** gRPC's retryable codes; RESOURCE_EXHAUSTED with the server's hint, on its own count. */
+  readonly #retryable: TransientAnswer = (error) => {
+    if (!GrpcError.isInstance(error)) return undefined;
+    if (error.code === GRPC_CODE.RESOURCE_EXHAUSTED) return { policy: this.#policies.rateLimited, ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}) };
+    return TRANSIENT.has(error.code) ? {} : undefined;
+  };
+
   constructor(
     readonly transport: GrpcTransport,
     readonly service: string,
     readonly retry: RetryPolicy = DEFAULT_RETRY,
-  ) {}
+  ) {
+    this.#policies = kitPolicies(retry);
+  }
 
   /** A unary call, retried on transient codes with one idempotency key for all attempts. */
   async unary<Req extends MessageName, Res extends MessageName>(method: string, request: Req, value: MessageValue<Req>, response: Res, ctx: CallContext): Promise<MessageValue<Res>> {
     const body = encodeMessage(request, value);
     const key = randomUUID();
-    let transient = 0;
-    let limited = 0;
-    for (;;) {
-      try {
-        const metadata = { ...(await ctx.metadata()), 'x-idempotency-key': key };
-        const bytes = await this.transport.unary(ctx.endpoint, this.#options(method, metadata, ctx), body);
-        return decodeMessage(response, bytes);
-      } catch (error) {
-        if (ctx.signal?.aborted || !GrpcError.isInstance(error)) throw error;
-        let delay: number;
-        if (error.code === GRPC_CODE.RESOURCE_EXHAUSTED) {
-          if (++limited > this.retry.rateLimitRetries || (error.retryAfterMs ?? 0) > this.retry.maxRateLimitWaitMs) throw error;
-          delay = error.retryAfterMs ?? jittered(this.retry.maxDelayMs);
-        } else if (TRANSIENT.has(error.code)) {
-          if (++transient > this.retry.retries) throw error;
-          delay = jittered(Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (transient - 1)));
-        } else {
-          throw error;
-        }
-        const waited = await sleep(delay, true, ctx.signal ? { signal: ctx.signal } : {}).catch(() => false);
-        if (!waited) throw error;
-      }
-    }
+    const send = async () => this.transport.unary(ctx.endpoint, this.#options(method, { ...(await ctx.metadata()), 'x-idempotency-key': key }, ctx), body);
+    const bytes = await retryIdempotent(send, this.#retryable, { policy: this.#policies.transient, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    return decodeMessage(response, bytes);
   }
 
   /** A server stream: never retried here (the caller knows where to resume). */
@@ -88,7 +86,14 @@ export class RpcCaller {
   }
 }
 
-/** Up to half of the delay randomised away, so that clients failing together do not retry together. */
-function jittered(ms: number): number {
-  return Math.round(ms * (0.5 + Math.random() * 0.5));
+/**
+ * Modal's policy as the kit's: `retries` transient retries from baseDelayMs, doubling to
+ * maxDelayMs; a rate limit without a hint waits about maxDelayMs (jittered), with one as long as
+ * the hint, up to maxRateLimitWaitMs (a longer one is thrown for the caller to wait out).
+ */
+function kitPolicies(retry: RetryPolicy): { transient: ApiRetryPolicy; rateLimited: ApiRetryPolicy } {
+  return {
+    transient: { attempts: retry.retries + 1, initialMs: retry.baseDelayMs, maxMs: retry.maxDelayMs, maxRetryAfterMs: retry.maxRateLimitWaitMs },
+    rateLimited: { attempts: retry.rateLimitRetries + 1, initialMs: retry.maxDelayMs, maxMs: retry.maxDelayMs, maxRetryAfterMs: retry.maxRateLimitWaitMs },
+  };
 }

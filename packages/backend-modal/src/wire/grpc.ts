@@ -6,6 +6,7 @@
 // (test/grpc-trailers.test.ts shows it). Its dispatch() with a handler of the original shape
 // (onHeaders/onData/onComplete) receives them intact, so that is what this module uses.
 import { Client, type Dispatcher } from 'undici';
+import { linkSignals } from '@berth/core';
 import { createCodec } from './protobuf.js';
 import { GrpcError, grpcCodeOfHttp, GRPC_CODE } from './grpc-status.js';
 
@@ -77,15 +78,15 @@ export class GrpcTransport {
     body.writeUInt32BE(request.length, 1);
     body.set(request, 5);
     let idle: NodeJS.Timeout | undefined;
-    const abort = new AbortController();
+    // The caller's signal, the idle timeout and an early stop end the call; unlinked when it ends.
+    const abort = linkSignals(call.signal);
     const touch = () => {
       if (call.idleTimeoutMs === undefined) return;
       clearTimeout(idle);
       idle = setTimeout(() => abort.abort(new GrpcError(GRPC_CODE.UNAVAILABLE, `${call.path}: nothing arrived for ${call.idleTimeoutMs} ms`)), call.idleTimeoutMs);
     };
-    const signal = call.signal ? AbortSignal.any([call.signal, abort.signal]) : abort.signal;
     touch();
-    const handler: Dispatcher.DispatchHandler = new CallHandler(queue, touch, call.path, signal);
+    const handler: Dispatcher.DispatchHandler = new CallHandler(queue, touch, call.path, abort.signal);
     this.#client(endpoint).dispatch(
       {
         origin: endpoint.origin,
@@ -108,6 +109,7 @@ export class GrpcTransport {
       clearTimeout(idle);
       // A consumer that stops early cancels the stream (RST_STREAM).
       if (!queue.done) abort.abort(new GrpcError(GRPC_CODE.CANCELLED, `${call.path}: cancelled by the caller`));
+      abort.dispose();
     }
   }
 

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EventEmitter } from 'eventemitter3';
-import { cancelledFrom, raceAbort, throwIfAborted } from '../abort.js';
+import { cancelledFrom, linkSignals, raceAbort, throwIfAborted } from '../abort.js';
 import type {
   Capabilities,
   DownloadDirOptions,
@@ -125,16 +125,13 @@ export class SandboxEnvironment implements Environment {
     const image = this.spec.image;
     const buildMs = isBuiltImage(image) ? (image.build.timeoutMs ?? DEFAULT_BUILD_TIMEOUT_MS) : 0;
     const timeoutMs = (this.spec.timeouts.startupMs ?? DEFAULT_STARTUP_MS) + buildMs;
-    // A controller and a timer of our own, cleared below: AbortSignal.timeout cannot be cleared.
-    const stop = new AbortController();
+    // The caller's signal and a deadline of our own, both cut below (AbortSignal.timeout cannot be).
+    const stop = linkSignals(signal);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
       stop.abort(new Error(`startup deadline of ${timeoutMs} ms`));
     }, timeoutMs);
-    const onAbort = () => stop.abort(signal?.reason);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    if (signal?.aborted) onAbort();
     let lastStatus = 'created';
     let settled = false;
     // A transport still reporting after start() has given up must not move the phase back.
@@ -176,7 +173,7 @@ export class SandboxEnvironment implements Environment {
     } finally {
       settled = true;
       clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
+      stop.dispose();
     }
   }
 

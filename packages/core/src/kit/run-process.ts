@@ -143,8 +143,8 @@ class ProcessRun {
   async run(argv: readonly string[]): Promise<ProcessOutcome> {
     const started = Date.now();
     const opts = this.#opts;
-    // Timers and listeners, not AbortSignal.any/timeout: a composed signal per exec is retained by
-    // a long-lived caller signal (nodejs/node#55351), and AbortSignal.timeout cannot be cleared.
+    // A timer and a listener, both removed when the run ends, not AbortSignal.timeout/any (see
+    // linkSignals); a callback, not a linked signal, because each stop must record its cause.
     const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => this.#stopFor('timeout'), opts.timeoutMs);
     const onAbort = () => this.#stopFor('abort');
     opts.signal?.addEventListener('abort', onAbort, { once: true });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { addAbortSignal, type Readable } from 'node:stream';
-import { cancelledFrom, throwIfAborted } from '../abort.js';
+import { cancelledFrom, linkSignals, throwIfAborted } from '../abort.js';
 import { extractDirectory, extractSingleFile, UnexpectedEntryError, UnsafeEntryError } from '../archive/extract.js';
 import { packDirectory, packFile, type PackedTree } from '../archive/pack.js';
 import type { DownloadDirOptions, TransferOptions, TransferStats } from '../contract.js';
@@ -160,9 +160,7 @@ export class Transfers {
     if (before) throw fail('sandbox_lost', 'failed: the sandbox is gone', before);
     // Fires on the caller's abort, and when the transfer fails: every stream and request the
     // transfer opened is then closed, so a failed transfer never holds the process open.
-    const release = new AbortController();
-    const onAbort = () => release.abort(opts.signal?.reason);
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    const release = linkSignals(opts.signal);
     let result: T;
     try {
       result = await body(release.signal);
@@ -176,7 +174,7 @@ export class Transfers {
       if (BerthError.isInstance(seen)) throw fail('interrupted', `failed: ${seen.message}`, seen);
       throw await this.#classify(error, operation, { verb, remotePath: paths.remotePath }, fail);
     } finally {
-      opts.signal?.removeEventListener('abort', onAbort);
+      release.dispose();
     }
     if (this.#host.closed()) throw this.#host.interrupted(operation);
     const after = await this.#host.checkAlive(operation);

@@ -13,7 +13,8 @@ export function resolveBackoff(options?: BackoffOptions): Backoff {
  * The wait before the next attempt of a task that has used `counted` attempts: exponential from
  * initialMs, capped at maxMs, then up to `jitter` of it randomised away so that tasks that failed
  * together do not all retry together. Never sooner than `retryAfterMs`: a server that said when to
- * come back knows better than the formula.
+ * come back knows better than the formula. The kit's retryIdempotent waits between API tries by
+ * the same formula.
  *
  * @param random a number in [0, 1); each call takes exactly one draw.
  */

@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { EventEmitter } from 'eventemitter3';
+import { linkSignals } from '../abort.js';
 import { attemptFailure } from './attempt-failure.js';
 import { nextStep, startStep, taskRecord, taskStatus, usable, type RetryPolicy } from './decision.js';
 import type { RunJournal } from './journal.js';
@@ -200,26 +201,22 @@ export class TrialRun<T, O extends JsonValue> {
 
   async #attemptOnce(s: TaskState<T, O>): Promise<void> {
     const attempt = (s.attempts.at(-1)?.attempt ?? 0) + 1;
-    // Linked by hand, not with AbortSignal.any: the link is cut when the attempt ends, so the
-    // stopper holds one listener per attempt in flight and an ended attempt's signal never aborts
-    // later (signals derived from a long-lived one have also leaked in Node: nodejs/node#55351).
-    const controller = new AbortController();
-    const onStop = () => controller.abort(this.#stopper.signal.reason);
-    this.#stopper.signal.addEventListener('abort', onStop, { once: true });
+    // Cut when the attempt ends: an ended attempt's signal never aborts later.
+    const link = linkSignals(this.#stopper.signal);
     const t0 = this.#clock.now();
     this.#journal?.started(s.id, attempt, t0);
     this.#events.emit('attempt:start', { taskId: s.id, attempt });
     let record: AttemptRecord<O>;
     try {
-      const outcome = await this.#trial(s.task, { attempt, signal: controller.signal, events: this.#events, taskId: s.id });
+      const outcome = await this.#trial(s.task, { attempt, signal: link.signal, events: this.#events, taskId: s.id });
       const t1 = this.#clock.now();
       record = { taskId: s.id, attempt, startedAt: t0, endedAt: t1, durationMs: t1 - t0, status: 'outcome', outcome };
     } catch (error) {
       const t1 = this.#clock.now();
-      const failure = attemptFailure(error, controller.signal.aborted ? this.#stopReason : undefined);
+      const failure = attemptFailure(error, link.signal.aborted ? this.#stopReason : undefined);
       record = { taskId: s.id, attempt, startedAt: t0, endedAt: t1, durationMs: t1 - t0, status: 'failed', failure };
     } finally {
-      this.#stopper.signal.removeEventListener('abort', onStop);
+      link.dispose();
     }
     // The run gave up waiting on this attempt (past the stop grace period) and has reported.
     if (this.#finished) return;
