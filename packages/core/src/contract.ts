@@ -1,4 +1,4 @@
-import type { EventEmitter } from 'eventemitter3';
+import type { TypedEvents } from './events.js';
 import type { EnvironmentSpec, EnvironmentSpecInput, ImageAuth } from './spec.js';
 
 export const SPECIFICATION_VERSION = 'berth-backend-v1' as const;
@@ -112,7 +112,7 @@ export interface Environment extends AsyncDisposable {
   readonly backend: string;
   readonly spec: EnvironmentSpec;
   readonly phase: EnvironmentPhase;
-  readonly events: EventEmitter<EnvironmentEvents>;
+  readonly events: TypedEvents<EnvironmentEvents>;
   start(opts?: { signal?: AbortSignal }): Promise<void>;
   exec(command: string | readonly string[], opts?: ExecOptions): Promise<ExecResult>;
   uploadFile(localPath: string, remotePath: string, opts?: TransferOptions): Promise<void>;

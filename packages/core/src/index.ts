@@ -97,8 +97,8 @@ export {
   type MirrorRule,
 } from './image-ref.js';
 export { runTrials } from './trials/run-trials.js';
-/** The emitter of run and environment events: `new EventEmitter<RunEvents>()` for runTrials' `events`. */
-export { EventEmitter } from 'eventemitter3';
+/** Typed event channels: `createEvents<RunEvents>()` for runTrials' `events`; Environment.events is one too. */
+export { createEvents, type EventMap, type TypedEvents } from './events.js';
 export { VirtualClock, systemClock } from './trials/clock.js';
 export { DEFAULT_VALIDITY } from './trials/report.js';
 export { RunMismatchError, type RunIdentity } from './trials/run-identity.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BackendUnavailableError, EventEmitter, VirtualClock, runTrials, type RunEvents } from '../src/index.js';
+import { BackendUnavailableError, VirtualClock, createEvents, runTrials, type RunEvents } from '../src/index.js';
 
 /**
  * 60 tasks on a backend that is unreachable from 1 s to 6 s of (virtual) time, e.g. an engine
@@ -7,7 +7,7 @@ import { BackendUnavailableError, EventEmitter, VirtualClock, runTrials, type Ru
  */
 function outageRun(outagePause: false | undefined) {
   const clock = new VirtualClock();
-  const events = new EventEmitter<RunEvents>();
+  const events = createEvents<RunEvents>();
   const pauses: number[] = [];
   events.on('run:paused', (e) => pauses.push(e.pauseMs));
   const down = (t: number) => t >= 1000 && t < 6000;

@@ -43,9 +43,9 @@ describe('run report', () => {
 });
 
 describe('run events without installing anything else', () => {
-  it('EventEmitter comes from @berth/core itself', async () => {
-    const { EventEmitter, runTrials } = await import('../src/index.js');
-    const events = new EventEmitter<import('../src/index.js').RunEvents>();
+  it('typed run events come from @berth/core itself (createEvents), no event library to install', async () => {
+    const { createEvents, runTrials } = await import('../src/index.js');
+    const events = createEvents<import('../src/index.js').RunEvents>();
     const settled: string[] = [];
     events.on('task:settled', (task) => settled.push(task.taskId));
     await runTrials(['a', 'b'], async () => ({ reward: 1 }), { events });

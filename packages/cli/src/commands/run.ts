@@ -1,5 +1,5 @@
 import { basename, resolve } from 'node:path';
-import { EventEmitter, RunMismatchError, type Backend, type RunEvents } from '@berth/core';
+import { RunMismatchError, createEvents, type Backend, type RunEvents } from '@berth/core';
 import { runHarborJob, setJobAside } from '@berth/harbor';
 import { agentFromOption, agentIdOf } from '../agent-command.js';
 import { addBackendOptions, loadBackend, type BackendFlags } from '../backends.js';
@@ -107,7 +107,7 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
     const aside = await setJobAside(jobDir);
     if (aside) say(`--fresh: the previous job is now ${aside}`);
   }
-  const events = new EventEmitter<RunEvents>();
+  const events = createEvents<RunEvents>();
   attachDisplay(events, display);
   const controller = new AbortController();
   const release = stopOnSignals(controller, (text) => display.notice(text));

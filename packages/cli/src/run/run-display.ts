@@ -1,5 +1,5 @@
 import type { Writable } from 'node:stream';
-import type { AttemptFailure, EventEmitter, RunEvents, RunProgress, TaskRecord } from '@berth/core';
+import type { AttemptFailure, RunEvents, RunProgress, TaskRecord, TypedEvents } from '@berth/core';
 import { LiveDisplay } from './live-display.js';
 import { PlainDisplay } from './plain-display.js';
 
@@ -22,7 +22,7 @@ export function createDisplay(out: Writable & { isTTY?: boolean; columns?: numbe
   return out.isTTY ? new LiveDisplay(out, total) : new PlainDisplay(out, total);
 }
 
-export function attachDisplay(events: EventEmitter<RunEvents>, display: RunDisplay): void {
+export function attachDisplay(events: TypedEvents<RunEvents>, display: RunDisplay): void {
   events.on('run:progress', (p) => display.progress(p));
   events.on('task:settled', (r) => display.settled(r));
   events.on('retry:scheduled', (e) => display.retry(e));

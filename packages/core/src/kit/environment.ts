@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EventEmitter } from 'eventemitter3';
+import { createEvents } from '../events.js';
 import { cancelledFrom, linkSignals, raceAbort, throwIfAborted } from '../abort.js';
 import type {
   Capabilities,
@@ -60,14 +60,14 @@ const NEVER_CREATED = 'nothing to remove: the sandbox was never created';
 /**
  * A full `Environment` over a backend's `SandboxTransport`: the lifecycle (phases, a startup
  * deadline that covers hung calls, idempotent and retryable teardown, lifetime expiry), exec
- * semantics, transfers, and the classification of every failure. Backends construct it in
+ * semantics, transfers, and the classification of every failure. `defineBackend` makes one per
  * `environment(spec)`; see the "Writing a backend" section of @berth/core's README.
  */
 export class SandboxEnvironment implements Environment {
   readonly id: string;
   readonly backend: string;
   readonly spec: EnvironmentSpec;
-  readonly events = new EventEmitter<EnvironmentEvents>();
+  readonly events = createEvents<EnvironmentEvents>();
   readonly #transport: SandboxTransport;
   readonly #options: SandboxEnvironmentOptions;
   readonly #transfers: Transfers;

@@ -1,4 +1,4 @@
-import { EventEmitter } from 'eventemitter3';
+import { createEvents } from '../events.js';
 import { ConfigError } from '../errors.js';
 import { resolveBackoff } from './backoff.js';
 import { systemClock } from './clock.js';
@@ -32,7 +32,7 @@ export async function runTrials<T, O extends JsonValue>(
   options: RunTrialsOptions<T> = {},
 ): Promise<RunResult<O>> {
   const clock = options.clock ?? systemClock;
-  const events = options.events ?? new EventEmitter<RunEvents>();
+  const events = options.events ?? createEvents<RunEvents>();
   const maxAttempts = positiveInt(options.maxAttempts, 'maxAttempts', DEFAULTS.maxAttempts);
   const concurrency = positiveInt(options.concurrency, 'concurrency', DEFAULTS.concurrency);
   const scoreField = options.scoreField ?? 'reward';

@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import type { EventEmitter } from 'eventemitter3';
+import type { TypedEvents } from '../events.js';
 import { linkSignals } from '../abort.js';
 import { attemptFailure } from './attempt-failure.js';
 import { nextStep, startStep, taskRecord, taskStatus, usable, type RetryPolicy } from './decision.js';
@@ -13,7 +13,7 @@ const STOP_GRACE_MS = 30_000;
 
 export interface TrialRunConfig {
   clock: Clock;
-  events: EventEmitter<RunEvents>;
+  events: TypedEvents<RunEvents>;
   concurrency: number;
   policy: RetryPolicy;
   deadlineMs?: number | undefined;
@@ -33,7 +33,7 @@ export class TrialRun<T, O extends JsonValue> {
   readonly #states: readonly TaskState<T, O>[];
   readonly #trial: TrialFunction<T, O>;
   readonly #clock: Clock;
-  readonly #events: EventEmitter<RunEvents>;
+  readonly #events: TypedEvents<RunEvents>;
   readonly #concurrency: number;
   readonly #policy: RetryPolicy;
   readonly #deadlineMs: number | undefined;

@@ -1,5 +1,5 @@
 import type { RunIdentity } from './run-identity.js';
-import type { EventEmitter } from 'eventemitter3';
+import type { TypedEvents } from '../events.js';
 import type { ClassifiedFailure } from '../classify.js';
 import type { SerializedError } from '../errors.js';
 
@@ -11,7 +11,7 @@ export interface TrialContext {
   attempt: number;
   /** Aborts on the caller's signal, at the run's deadline, or when the run is cancelled. */
   signal: AbortSignal;
-  events: EventEmitter<RunEvents>;
+  events: TypedEvents<RunEvents>;
   taskId: string;
 }
 
@@ -200,7 +200,7 @@ export interface RunTrialsOptions<T> {
   validity?: ValidityThresholds;
   /** The numeric outcome field averaged in the report. Default 'reward'. */
   scoreField?: string;
-  events?: EventEmitter<RunEvents>;
+  events?: TypedEvents<RunEvents>;
   clock?: Clock;
   /** A source of randomness in [0, 1) for jitter. Default Math.random. */
   random?: () => number;
