@@ -45,7 +45,7 @@ async function standard(rep) {
       async (taskId) => {
         const t0 = Date.now();
         const outcome = { reward: 1 };
-        writeSync(fd, JSON.stringify({ taskId, attempt: 1, startedAt: t0, endedAt: Date.now(), outcome }) + '\n');
+        writeSync(fd, `${JSON.stringify({ taskId, attempt: 1, startedAt: t0, endedAt: Date.now(), outcome })}\n`);
         return outcome;
       },
       { concurrency: CONCURRENCY },

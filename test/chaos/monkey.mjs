@@ -85,7 +85,7 @@ export class Monkey {
         await docker('kill', id);
         this.kills++;
         this.note(`killed the container of ${task}`);
-      } catch (error) {
+      } catch (_error) {
         this.killFailures++;
       }
     }

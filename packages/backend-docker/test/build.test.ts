@@ -89,7 +89,9 @@ describe('docker: images built from a Dockerfile', () => {
     const pair = [backend.environment(spec), backend.environment(spec)];
     envs.push(...pair);
     const steps = pair.map(() => [] as BuildProgress[]);
-    pair.forEach((env, i) => env.events.on('build', (p) => steps[i]!.push(p)));
+    pair.forEach((env, i) => {
+      env.events.on('build', (p) => steps[i]!.push(p));
+    });
     await Promise.all(pair.map((env) => env.start()));
     // One of them ran the build; the other waited for it.
     const ran = steps.filter((s) => s.some((p) => /^Step 2\/\d+ : RUN sleep 1/.test(p.line)));

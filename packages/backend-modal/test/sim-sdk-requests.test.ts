@@ -68,7 +68,7 @@ describe("requests as Modal's Python SDK sends them", () => {
     const request = sdkImageGetOrCreate(appId, [`FROM ${BUSYBOX}`]);
     // namespace (field 8, varint 1) right before builder_version (field 9, "2025.06"): the bytes
     // the simulator once read as a length-delimited namespace and then failed on ("cannot skip wire type 7").
-    expect(hex(request)).toContain('4001' + '4a07' + Buffer.from('2025.06').toString('hex'));
+    expect(hex(request)).toContain(`40014a07${Buffer.from('2025.06').toString('hex')}`);
 
     const r = await h.cp('ImageGetOrCreate', request);
     expect({ code: r.code, message: r.message }).toStrictEqual({ code: 0, message: '' });

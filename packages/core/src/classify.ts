@@ -1,4 +1,4 @@
-import { BerthError, findBerthCause, type FailureCategory } from './errors.js';
+import { type BerthError, findBerthCause, type FailureCategory } from './errors.js';
 
 export interface ClassifiedFailure {
   /** 'unclassified' when nothing in the cause chain says what kind of failure this was. */

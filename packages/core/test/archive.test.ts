@@ -43,7 +43,7 @@ async function listTree(dir: string, prefix = ''): Promise<string[]> {
     const rel = prefix + entry.name;
     const full = join(dir, entry.name);
     if (entry.isSymbolicLink()) out.push(`${rel} -> ${await readlink(full)}`);
-    else if (entry.isDirectory()) out.push(`${rel}/`, ...(await listTree(full, rel + '/')));
+    else if (entry.isDirectory()) out.push(`${rel}/`, ...(await listTree(full, `${rel}/`)));
     else out.push(`${rel} ${(await stat(full)).mode & 0o777} ${createHash('sha256').update(await readFile(full)).digest('hex').slice(0, 12)}`);
   }
   return out;

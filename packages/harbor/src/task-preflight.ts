@@ -8,7 +8,7 @@ import type { HarborTask } from './task.js';
 /** A script with Windows line endings: its `#!/bin/sh\r` names no interpreter, so it exits 127. */
 export async function hasCrlf(path: string): Promise<boolean> {
   const text = await readFile(path).catch(() => undefined);
-  return text !== undefined && text.includes('\r\n');
+  return text?.includes('\r\n') === true;
 }
 
 function crlfMessage(script: string): string {

@@ -4,7 +4,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Backend, type EnvironmentPhase } from '@berth/core';
+import type { Backend, EnvironmentPhase } from '@berth/core';
 import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import { createDockerBackend } from '@berth/backend-docker';
 import { loadHarborTask, runHarborJob, type AttemptResultFile } from '@berth/harbor';

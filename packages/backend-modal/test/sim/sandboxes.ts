@@ -138,7 +138,7 @@ export class Sandboxes {
       // A sandbox on an image still building waits for the build, as on Modal.
       while (image?.state === 'building' && !ended()) await Promise.race([image.changes.next(), record.changes.next()]);
       if (ended()) return;
-      if (!image || image.state !== 'success') return void this.#end(record, { status: Status.INIT_FAILURE, exception: image?.result?.exception ?? `Image ${record.imageId} is unavailable` });
+      if (image?.state !== 'success') return void this.#end(record, { status: Status.INIT_FAILURE, exception: image?.result?.exception ?? `Image ${record.imageId} is unavailable` });
       const container = await this.deps.docker.createContainer(this.#containerSpec(record, image.dockerRef, image.env, image.workdir, timeoutSecs));
       record.container = container;
       if (ended()) return void this.#remove(record);

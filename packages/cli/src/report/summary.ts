@@ -22,7 +22,7 @@ const SLOWEST = 3;
 export function renderSummary(job: JobData, opts: SummaryOptions = {}): string {
   const p = paint(opts.color ?? false);
   const sections = [header(job, p), validity(job, p), scores(job, p), accounting(job, p), failures(job, p), slowest(job, p), taskTable(job, p, opts.taskRows)];
-  return sections.filter((lines) => lines.length > 0).map((lines) => lines.join('\n')).join('\n\n') + '\n';
+  return `${sections.filter((lines) => lines.length > 0).map((lines) => lines.join('\n')).join('\n\n')}\n`;
 }
 
 function header(job: JobData, p: Paint): string[] {

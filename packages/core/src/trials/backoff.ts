@@ -19,7 +19,7 @@ export function resolveBackoff(options?: BackoffOptions): Backoff {
  * @param random a number in [0, 1); each call takes exactly one draw.
  */
 export function retryDelayMs(counted: number, backoff: Backoff, random: () => number, retryAfterMs?: number): number {
-  const base = Math.min(backoff.maxMs, backoff.initialMs * Math.pow(backoff.multiplier, Math.max(0, counted - 1)));
+  const base = Math.min(backoff.maxMs, backoff.initialMs * backoff.multiplier ** Math.max(0, counted - 1));
   const jittered = base * (1 - backoff.jitter * random());
   return Math.round(Math.max(jittered, retryAfterMs ?? 0));
 }

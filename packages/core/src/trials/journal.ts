@@ -154,7 +154,7 @@ export class RunJournal {
   }
 
   static #checkHeader(path: string, header: JournalLine | undefined, identity: JournalIdentity): void {
-    if (!header || header.type !== 'header') {
+    if (header?.type !== 'header') {
       throw new ConfigError({ operation: 'config', path: 'journal', message: `${path} is not a berth run journal (no header line)` });
     }
     if (header.version !== JOURNAL_VERSION) {
@@ -213,7 +213,7 @@ export class RunJournal {
 
   #append(line: JournalLine): void {
     // One write per line: the kernel has it even if the process is killed right after.
-    writeSync(this.#fd, JSON.stringify(line) + '\n');
+    writeSync(this.#fd, `${JSON.stringify(line)}\n`);
   }
 
   #version(taskId: string): { taskVersion?: string } {

@@ -47,7 +47,7 @@ export function buildRunReport(
   for (const task of tasks) {
     report.attempts += task.attempts.length;
     // An attempt after one the run stopped (a deadline, a Ctrl-C) is that attempt run again, not a retry.
-    task.attempts.forEach((attempt, i) => {
+    task.attempts.forEach((_attempt, i) => {
       if (i > 0 && !task.attempts[i - 1]!.failure?.stoppedBy) report.retries++;
     });
     for (const attempt of task.attempts) {
