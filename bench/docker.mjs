@@ -185,7 +185,10 @@ function cleanup() {
     for (const env of owned.envs) await env.teardown().catch((e) => problems.push(`teardown ${env.id}: ${e.message}`));
     for (const name of owned.cli) await run('docker', ['rm', '-f', name]).catch((e) => problems.push(e.message));
     for (const id of owned.dockerode) {
-      await docker.getContainer(id).remove({ force: true }).catch((e) => e.statusCode !== 404 && problems.push(`remove ${id}: ${e.message}`));
+      await docker
+        .getContainer(id)
+        .remove({ force: true })
+        .catch((e) => e.statusCode !== 404 && problems.push(`remove ${id}: ${e.message}`));
     }
     // Safety net: anything labelled with this run's id that slipped through (say, a start cut short).
     try {
@@ -263,7 +266,9 @@ async function main() {
   const { stdout: versions } = await run('docker', ['version', '--format', 'client {{.Client.Version}}, engine {{.Server.Version}}']);
   log(`berth Docker bench: run ${RUN_ID}, ${versions.trim()}, node ${process.version}, gc ${gc ? 'exposed' : 'NOT exposed'}`);
   log(`berth transfers: ${TRANSFERS}`);
-  log(`reps: start ${START_REPS}, exec ${EXEC_REPS}, transfers ${TRANSFER_REPS} (+${WARMUP} untimed warm-up each; transfer warm-ups move the 1/10-size fixtures)`);
+  log(
+    `reps: start ${START_REPS}, exec ${EXEC_REPS}, transfers ${TRANSFER_REPS} (+${WARMUP} untimed warm-up each; transfer warm-ups move the 1/10-size fixtures)`,
+  );
 
   // 1. start + teardown ------------------------------------------------------------------------
   log('\n[1/6] start+teardown');
@@ -361,7 +366,9 @@ async function main() {
   }
   const treeName = (f) => `${f.files.toLocaleString('en-US')} × ${TREE_FILE_BYTES} B files`;
   const fileName = (f) => `${+(f.bytes / MiB).toFixed(1)} MiB file`;
-  log(`\nfixtures in ${tmp}: ${treeName(tree)} in ${TREE_DIRS} dirs, one ${fileName(big)}; 1/10-size copies for warm-ups and scaling (${ms(performance.now() - t)})`);
+  log(
+    `\nfixtures in ${tmp}: ${treeName(tree)} in ${TREE_DIRS} dirs, one ${fileName(big)}; 1/10-size copies for warm-ups and scaling (${ms(performance.now() - t)})`,
+  );
   await sh('mkdir -p /up /src');
 
   const tag = (i) => (i < 0 ? `w${-i}` : String(i));
@@ -552,7 +559,11 @@ async function main() {
     return [op, String(b.length), ms(bm), ms(p90(b.map((x) => x.ms))), ms(sm), ms(p90(s.map((x) => x.ms))), (bm / sm).toFixed(2), what];
   });
   const widths = head.map((h, c) => Math.max(h.length, ...table.map((r) => r[c].length)));
-  const line = (r) => r.map((cell, c) => (c === 0 || c === r.length - 1 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('   ').trimEnd();
+  const line = (r) =>
+    r
+      .map((cell, c) => (c === 0 || c === r.length - 1 ? cell.padEnd(widths[c]) : cell.padStart(widths[c])))
+      .join('   ')
+      .trimEnd();
   log(`\n${'='.repeat(100)}`);
   log('ratio = berth median / standard median  (< 1: berth is faster)');
   log(line(head));
@@ -561,7 +572,9 @@ async function main() {
   if (slow.length) log(`\nslower than the standard tool by more than 2x: ${slow.map((r) => `${r[0]} vs ${r[7]} (${r[6]}x)`).join('; ')}`);
 
   log(`\npeak RSS of berth's own process above its baseline while the operation ran (sampled every ${SAMPLE_MS} ms,`);
-  log(`max over ${TRANSFER_REPS} reps${gc ? ', baseline taken after gc()' : ', gc NOT exposed: baselines include uncollected garbage'}); streaming means it stays flat as the data grows 10x.`);
+  log(
+    `max over ${TRANSFER_REPS} reps${gc ? ', baseline taken after gc()' : ', gc NOT exposed: baselines include uncollected garbage'}); streaming means it stays flat as the data grows 10x.`,
+  );
   log('Next to it: the peak RSS of the whole docker CLI process doing the same copy (a separate Go process, absolute).');
   const memHead = ['operation', 'data', 'berth peak ΔRSS', 'at 1/10 size', '', 'docker cp peak RSS'];
   const memRows = memory.map(([op, data, full, small, smallName]) => [
@@ -573,7 +586,11 @@ async function main() {
     mib(Math.max(...full.cli.map((x) => x.childRss))),
   ]);
   const memWidths = memHead.map((h, c) => Math.max(h.length, ...memRows.map((r) => r[c].length)));
-  const memLine = (r) => r.map((cell, c) => (c === 0 || c === 4 ? cell.padEnd(memWidths[c]) : cell.padStart(memWidths[c]))).join('   ').trimEnd();
+  const memLine = (r) =>
+    r
+      .map((cell, c) => (c === 0 || c === 4 ? cell.padEnd(memWidths[c]) : cell.padStart(memWidths[c])))
+      .join('   ')
+      .trimEnd();
   log(memLine(memHead));
   for (const r of memRows) log(memLine(r));
   log(`\ntotal bench time ${((performance.now() - t0) / 1000).toFixed(1)} s`);

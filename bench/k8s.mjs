@@ -58,7 +58,9 @@ async function alternate(name, reps, berth, cli) {
     }
   }
   const row = { name, reps, berth: median(b), kubectl: median(c), ratio: median(b) / median(c), mem };
-  console.log(`  ${name}: berth ${row.berth.toFixed(1)} ms, kubectl ${row.kubectl.toFixed(1)} ms, ratio ${row.ratio.toFixed(2)}, berth peak ΔRSS +${mem.toFixed(1)} MiB`);
+  console.log(
+    `  ${name}: berth ${row.berth.toFixed(1)} ms, kubectl ${row.kubectl.toFixed(1)} ms, ratio ${row.ratio.toFixed(2)}, berth peak ΔRSS +${mem.toFixed(1)} MiB`,
+  );
   return row;
 }
 
@@ -77,7 +79,14 @@ try {
   env = await backend.start({ image: 'berth-test/busybox:latest', network: 'public', labels: { 'berth.bench': '1' } });
   const pod = env.id;
   const rows = [];
-  rows.push(await alternate('exec true', EXEC_REPS, () => env.exec(['true']), () => kubectl('exec', pod, '--', 'true')));
+  rows.push(
+    await alternate(
+      'exec true',
+      EXEC_REPS,
+      () => env.exec(['true']),
+      () => kubectl('exec', pod, '--', 'true'),
+    ),
+  );
   rows.push(
     await alternate(
       `uploadDir ${FILES.toLocaleString('en-US')} × 1 KiB`,
@@ -102,7 +111,9 @@ try {
   );
   console.log('\noperation                      reps   berth median   kubectl median   ratio   berth peak ΔRSS');
   for (const r of rows) {
-    console.log(`${r.name.padEnd(30)} ${String(r.reps).padStart(4)} ${r.berth.toFixed(1).padStart(11)} ms ${r.kubectl.toFixed(1).padStart(13)} ms ${r.ratio.toFixed(2).padStart(7)}   +${r.mem.toFixed(1)} MiB`);
+    console.log(
+      `${r.name.padEnd(30)} ${String(r.reps).padStart(4)} ${r.berth.toFixed(1).padStart(11)} ms ${r.kubectl.toFixed(1).padStart(13)} ms ${r.ratio.toFixed(2).padStart(7)}   +${r.mem.toFixed(1)} MiB`,
+    );
   }
 } finally {
   await env?.teardown();

@@ -58,9 +58,19 @@ it('Modal (simulated) next to Docker: exec round trip and uploadDir', { timeout:
         d.push(await time(() => run(onDocker, i)));
       }
     }
-    rows.push(`${name.padEnd(40)} ${String(reps).padStart(4)}   ${median(m).toFixed(1).padStart(10)} ms   ${median(d).toFixed(1).padStart(10)} ms   ${(median(m) / median(d)).toFixed(2).padStart(5)}`);
+    rows.push(
+      `${name.padEnd(40)} ${String(reps).padStart(4)}   ${median(m).toFixed(1).padStart(10)} ms   ${median(d).toFixed(1).padStart(10)} ms   ${(median(m) / median(d)).toFixed(2).padStart(5)}`,
+    );
   };
   await compare('exec true', EXEC_REPS, (env) => env.exec(['true']));
   await compare(`uploadDir ${FILES.toLocaleString('en')} × 1 KiB (over exec)`, TRANSFER_REPS, (env, i) => env.uploadDir(tree, `/tmp/up${i}`));
-  console.log(['', 'berth Modal backend through the simulator vs berth Docker backend (transfers over exec), same engine', `${'operation'.padEnd(40)} reps   modal median    docker median   ratio`, ...rows, ''].join('\n'));
+  console.log(
+    [
+      '',
+      'berth Modal backend through the simulator vs berth Docker backend (transfers over exec), same engine',
+      `${'operation'.padEnd(40)} reps   modal median    docker median   ratio`,
+      ...rows,
+      '',
+    ].join('\n'),
+  );
 });

@@ -69,8 +69,20 @@ try {
   const sm = median(s.map((x) => x.ms));
   console.log(`retry controller overhead: ${TRIALS} no-op trials, concurrency ${CONCURRENCY}, journal on, ${REPS} reps, node ${process.version}`);
   console.log('                                   median total   per trial    peak ΔRSS');
-  console.log(`berth runTrials (journal)          ${bm.toFixed(1).padStart(9)} ms  ${((bm * 1000) / TRIALS).toFixed(1).padStart(7)} µs  ${Math.max(...b.map((x) => x.peakMiB)).toFixed(1).padStart(7)} MiB`);
-  console.log(`p-map + one JSONL line per trial   ${sm.toFixed(1).padStart(9)} ms  ${((sm * 1000) / TRIALS).toFixed(1).padStart(7)} µs  ${Math.max(...s.map((x) => x.peakMiB)).toFixed(1).padStart(7)} MiB`);
+  console.log(
+    `berth runTrials (journal)          ${bm.toFixed(1).padStart(9)} ms  ${((bm * 1000) / TRIALS).toFixed(1).padStart(7)} µs  ${Math.max(
+      ...b.map((x) => x.peakMiB),
+    )
+      .toFixed(1)
+      .padStart(7)} MiB`,
+  );
+  console.log(
+    `p-map + one JSONL line per trial   ${sm.toFixed(1).padStart(9)} ms  ${((sm * 1000) / TRIALS).toFixed(1).padStart(7)} µs  ${Math.max(
+      ...s.map((x) => x.peakMiB),
+    )
+      .toFixed(1)
+      .padStart(7)} MiB`,
+  );
   console.log(`ratio berth / p-map: ${(bm / sm).toFixed(2)}  (berth also journals attempt starts, classifies, emits events and builds the report)`);
 } finally {
   rmSync(dir, { recursive: true, force: true });

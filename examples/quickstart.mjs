@@ -40,7 +40,12 @@ for (const task of job.tasks) {
   console.log(`\n${task.taskId}   ${verdict}   (${tries}${result ? `, image ${result.image}` : ''})`);
   if (task.reward === undefined && task.failureMessage) console.log(`  ${task.failureMessage}`);
   for (const step of result?.steps ?? []) {
-    const extra = step.exitCode !== undefined ? `  exit ${step.exitCode}${step.timedOut ? ' (timed out)' : ''}` : step.ended === 'completed' ? '' : `  failed: ${step.errorType}`;
+    const extra =
+      step.exitCode !== undefined
+        ? `  exit ${step.exitCode}${step.timedOut ? ' (timed out)' : ''}`
+        : step.ended === 'completed'
+          ? ''
+          : `  failed: ${step.errorType}`;
     console.log(`  ${step.name.padEnd(24)} ${step.durationMs.toFixed(1).padStart(8)} ms${extra}`);
   }
   if (result) console.log(`  ${'total'.padEnd(24)} ${result.durationMs.toFixed(1).padStart(8)} ms`);

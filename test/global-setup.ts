@@ -47,27 +47,45 @@ export async function teardown(): Promise<void> {
   const pods = await kube().listNamespacedPod({ namespace: 'berth-test', labelSelector: `berth.managed=true,berth.session=${session}` });
   if (pods.items.length > 0) {
     const names = pods.items.map((p) => p.metadata?.name ?? '?');
-    for (const name of names) await kube().deleteNamespacedPod({ name, namespace: 'berth-test', gracePeriodSeconds: 0 }).catch(() => undefined);
+    for (const name of names)
+      await kube()
+        .deleteNamespacedPod({ name, namespace: 'berth-test', gracePeriodSeconds: 0 })
+        .catch(() => undefined);
     throw new Error(`the test run left ${names.length} berth pod(s) behind: ${names.join(', ')}`);
   }
   const secrets = await kube().listNamespacedSecret({ namespace: 'berth-test', labelSelector: `berth.managed=true,berth.session=${session}` });
   if (secrets.items.length > 0) {
     const names = secrets.items.map((s) => s.metadata?.name ?? '?');
-    for (const name of names) await kube().deleteNamespacedSecret({ name, namespace: 'berth-test' }).catch(() => undefined);
+    for (const name of names)
+      await kube()
+        .deleteNamespacedSecret({ name, namespace: 'berth-test' })
+        .catch(() => undefined);
     throw new Error(`the test run left ${names.length} berth pull secret(s) behind: ${names.join(', ')}`);
   }
   if (ours.length > 0) {
     const names = ours.map((c) => `${c.Names[0] ?? c.Id} (${c.Image}, ${c.State})`);
-    for (const c of ours) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+    for (const c of ours)
+      await docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
     throw new Error(`the test run left ${ours.length} berth container(s) behind: ${names.join(', ')}`);
   }
   // Builds that failed part-way leave their finished steps as untagged layers (the builder's
   // cache): remove those this run made, now that no build is running.
   const dangling = await docker.listImages({ filters: { dangling: ['true'] } });
-  for (const image of dangling.filter((i) => i.Created >= startedAt)) await docker.getImage(image.Id).remove({ force: true }).catch(() => undefined);
+  for (const image of dangling.filter((i) => i.Created >= startedAt))
+    await docker
+      .getImage(image.Id)
+      .remove({ force: true })
+      .catch(() => undefined);
   const builds = (await docker.listImages({ filters: { label: ['berth.build'] } })).filter((i) => i.Created >= startedAt);
   if (builds.length > 0) {
-    for (const image of builds) await docker.getImage(image.Id).remove({ force: true }).catch(() => undefined);
+    for (const image of builds)
+      await docker
+        .getImage(image.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
     throw new Error(`the test run left ${builds.length} built image(s) behind: ${builds.map((i) => i.RepoTags?.join(',') ?? i.Id).join('; ')}`);
   }
   // Keep the machine clean for the next run as well: no dangling private image copies.

@@ -29,7 +29,14 @@ async function settledLines(path: string): Promise<string[]> {
 
 const comparable = (r: RunResult) => ({
   report: { ...r.report, durationMs: 0 },
-  tasks: r.tasks.map((t) => ({ id: t.taskId, status: t.status, chosen: t.chosenAttempt, outcome: t.outcome, failure: t.failure?.type, attempts: t.attempts.map((a) => [a.attempt, a.status, a.failure?.type]) })),
+  tasks: r.tasks.map((t) => ({
+    id: t.taskId,
+    status: t.status,
+    chosen: t.chosenAttempt,
+    outcome: t.outcome,
+    failure: t.failure?.type,
+    attempts: t.attempts.map((a) => [a.attempt, a.status, a.failure?.type]),
+  })),
 });
 
 describe('journal across a SIGKILL', () => {

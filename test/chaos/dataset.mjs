@@ -31,7 +31,10 @@ export async function writeChaosDataset(root, count) {
     const dir = join(root, t.id);
     await mkdir(join(dir, 'solution'), { recursive: true });
     await mkdir(join(dir, 'tests'), { recursive: true });
-    await writeFile(join(dir, 'task.toml'), `version = "1.0"\n[verifier]\ntimeout_sec = 60.0\n[agent]\ntimeout_sec = 120.0\n[environment]\ndocker_image = "${t.image}"\nnetwork_mode = "no-network"\n`);
+    await writeFile(
+      join(dir, 'task.toml'),
+      `version = "1.0"\n[verifier]\ntimeout_sec = 60.0\n[agent]\ntimeout_sec = 120.0\n[environment]\ndocker_image = "${t.image}"\nnetwork_mode = "no-network"\n`,
+    );
     await writeFile(join(dir, 'instruction.md'), 'Write 42 to /app/answer.txt.\n');
     await script(join(dir, 'solution', 'solve.sh'), `sleep ${t.sleepSec}\nmkdir -p /app && echo 42 > /app/answer.txt`);
     const verdict = t.reward === 1 ? '[ "$(cat /app/answer.txt)" = 42 ] && echo 1 || echo 0' : 'echo 0';

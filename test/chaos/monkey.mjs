@@ -102,7 +102,10 @@ export class Monkey {
     await sleep(ms);
     await startDetached('docker-registry', ['serve', join(STATE, 'registry.yml')], 'registry.log', 'registry.pid');
     for (let i = 0; i < 60; i++) {
-      const r = await fetch('http://127.0.0.1:5000/v2/').then((x) => x.status, () => 0);
+      const r = await fetch('http://127.0.0.1:5000/v2/').then(
+        (x) => x.status,
+        () => 0,
+      );
       if (r === 401) break;
       await sleep(250);
     }

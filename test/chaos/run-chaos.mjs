@@ -26,7 +26,10 @@ const truth = await writeChaosDataset(tasksDir, COUNT);
 // Credentials the run uses for the private tags, pushed here (and removed locally, so they are pulled).
 const dockerConfig = join(root, 'docker-config');
 await mkdir(dockerConfig, { recursive: true });
-await writeFile(join(dockerConfig, 'config.json'), JSON.stringify({ auths: { '127.0.0.1:5000': { auth: Buffer.from('berth:berth-test-secret').toString('base64') } } }));
+await writeFile(
+  join(dockerConfig, 'config.json'),
+  JSON.stringify({ auths: { '127.0.0.1:5000': { auth: Buffer.from('berth:berth-test-secret').toString('base64') } } }),
+);
 const privateRefs = PRIVATE_TAGS.map((t) => `${PRIVATE_REPO}:${t}`);
 for (const ref of privateRefs) {
   await run('docker', ['tag', 'berth-test/busybox:latest', ref]);
@@ -36,10 +39,14 @@ await run('docker', ['rmi', ...privateRefs]);
 
 const monkey = new Monkey('chaos-');
 const started = Date.now();
-const child = spawn(process.execPath, [BIN, 'run', tasksDir, '--job-dir', jobDir, '--concurrency', CONCURRENCY, '--attempts', process.env.CHAOS_ATTEMPTS ?? '3'], {
-  env: { ...process.env, DOCKER_CONFIG: dockerConfig },
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
+const child = spawn(
+  process.execPath,
+  [BIN, 'run', tasksDir, '--job-dir', jobDir, '--concurrency', CONCURRENCY, '--attempts', process.env.CHAOS_ATTEMPTS ?? '3'],
+  {
+    env: { ...process.env, DOCKER_CONFIG: dockerConfig },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  },
+);
 let output = '';
 child.stdout.on('data', (c) => {
   output += c;
@@ -69,7 +76,8 @@ const byId = new Map(job.tasks.map((t) => [t.taskId, t]));
 for (const t of truth) {
   const got = byId.get(t.id);
   if (!got) problems.push(`${t.id}: missing from report.json`);
-  else if (got.status !== 'rewarded' || got.reward !== t.reward) problems.push(`${t.id}: expected reward ${t.reward}, report says ${got.status} ${got.reward ?? ''} ${got.failureType ?? ''}`);
+  else if (got.status !== 'rewarded' || got.reward !== t.reward)
+    problems.push(`${t.id}: expected reward ${t.reward}, report says ${got.status} ${got.reward ?? ''} ${got.failureType ?? ''}`);
 }
 const r = job.report;
 if (r.total !== COUNT || r.scored !== COUNT) problems.push(`report: scored ${r.scored}/${r.total}, expected ${COUNT}/${COUNT}`);
@@ -109,6 +117,8 @@ if (problems.length > 0) {
   for (const p of problems.slice(0, 50)) console.log(`  - ${p}`);
   process.exit(1);
 }
-console.log(`\nchaos passed: every task scored as the truth says, no unclassified failure, nothing left behind (${output.split('\n').filter((l) => l.startsWith('[')).length} settled lines)`);
+console.log(
+  `\nchaos passed: every task scored as the truth says, no unclassified failure, nothing left behind (${output.split('\n').filter((l) => l.startsWith('[')).length} settled lines)`,
+);
 await run('docker', ['rmi', '-f', ...privateRefs]).catch(() => undefined);
 await rm(root, { recursive: true, force: true });

@@ -25,9 +25,17 @@ describe("the README's capability table", () => {
     const table = capabilityTable([createDockerBackend(), createK8sBackend(), createModalBackend()]);
     const lines = table.split('\n');
     expect(lines[0]).toBe('| capability | docker | k8s | modal |');
-    const row = (what: string) => lines.find((l) => l.startsWith(`| ${what}`))!.split(' | ').slice(1);
+    const row = (what: string) =>
+      lines
+        .find((l) => l.startsWith(`| ${what}`))!
+        .split(' | ')
+        .slice(1);
     expect(row('network `none`')[0]).toBe('yes');
     expect(row('network `none`')[1]).toMatch(/^no: run the task with network 'public'/);
-    expect(row('exec as another user')).toEqual(['yes', expect.stringMatching(/^no: the exec subresource has no user/), expect.stringMatching(/^no: Modal's exec has no user.* \|$/)]);
+    expect(row('exec as another user')).toEqual([
+      'yes',
+      expect.stringMatching(/^no: the exec subresource has no user/),
+      expect.stringMatching(/^no: Modal's exec has no user.* \|$/),
+    ]);
   });
 });

@@ -78,7 +78,9 @@ export function bearerRegistry(options: BearerRegistryOptions = {}) {
       if (options.tokenAnswer) return options.tokenAnswer();
       if (url.searchParams.get('service') !== SERVICE) return HttpResponse.json({ details: 'invalid service' }, { status: 400 });
       if (!authorization) return grant(url.searchParams.get('scope'), false);
-      const [user, ...rest] = Buffer.from(authorization.replace(/^Basic /, ''), 'base64').toString('utf8').split(':');
+      const [user, ...rest] = Buffer.from(authorization.replace(/^Basic /, ''), 'base64')
+        .toString('utf8')
+        .split(':');
       if (!authorization.startsWith('Basic ') || options.users?.[user!] !== rest.join(':')) {
         return HttpResponse.json({ details: 'incorrect username or password' }, { status: 401 });
       }

@@ -1,11 +1,4 @@
-import {
-  BackendAuthError,
-  BackendUnavailableError,
-  BerthError,
-  ConfigError,
-  SandboxLostError,
-  type Operation,
-} from '@berth/core';
+import { BackendAuthError, BackendUnavailableError, BerthError, ConfigError, SandboxLostError, type Operation } from '@berth/core';
 import { unreachableApi } from '@berth/core/backend-kit';
 
 /** What docker-modem attaches to a failed API call. */
@@ -59,14 +52,16 @@ export function mapDaemonError(error: unknown, ctx: ErrorContext): BerthError | 
   const status = statusOf(error);
   // The engine answers 500 for some deterministic refusals too (a tar that cannot be applied):
   // those are not an unavailable daemon, and retrying them cannot help.
-  const deterministic = /no such container|is not running|not found|error processing tar file|not a directory|cannot overwrite|file exists|read-only file system|no space left/i;
+  const deterministic =
+    /no such container|is not running|not found|error processing tar file|not a directory|cannot overwrite|file exists|read-only file system|no space left/i;
   if (status !== undefined && status >= 500 && !deterministic.test(dockerMessage(error))) {
     return new BackendUnavailableError({ ...ctx, message: `the Docker daemon failed: ${dockerMessage(error)}`, cause: error });
   }
   return undefined;
 }
 
-const NOT_RUNNING = /is not running|is restarting|is paused|container .* is dead|no such container|removal of container .* is already in progress|cannot exec in a stopped/i;
+const NOT_RUNNING =
+  /is not running|is restarting|is paused|container .* is dead|no such container|removal of container .* is already in progress|cannot exec in a stopped/i;
 
 /** Is this the engine saying the container is gone or stopped? */
 export function isContainerGone(error: unknown): boolean {

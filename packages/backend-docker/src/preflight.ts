@@ -66,7 +66,9 @@ export async function checkBuild(docker: Docker, options: DockerBackendOptions, 
   } catch (error) {
     return [preflightFailure('image', error)];
   }
-  const checks: PreflightCheck[] = [{ name: 'image', status: 'ok', message: `the image will be built from ${build.context} (${build.dockerfile}) and tagged ${tag}` }];
+  const checks: PreflightCheck[] = [
+    { name: 'image', status: 'ok', message: `the image will be built from ${build.context} (${build.dockerfile}) and tagged ${tag}` },
+  ];
   // The builder pulls a missing base image whatever the pull policy says.
   const baseOptions = { ...options, pullPolicy: 'if-missing' as const };
   for (const base of baseImages(dockerfile, build.args)) {

@@ -36,7 +36,12 @@ export class RegistryImageBuilder implements ImageBuilder {
   constructor(options: RegistryImageBuilderOptions) {
     const repository = options.repository?.replace(/\/+$/, '');
     if (!repository || /[:@]/.test(repository.split('/').slice(1).join('/'))) {
-      throw new ConfigError({ operation: 'config', backend: 'docker', path: 'repository', message: `repository must be a registry repository without a tag, e.g. 'registry.example/team/berth-builds'; got ${JSON.stringify(options.repository)}` });
+      throw new ConfigError({
+        operation: 'config',
+        backend: 'docker',
+        path: 'repository',
+        message: `repository must be a registry repository without a tag, e.g. 'registry.example/team/berth-builds'; got ${JSON.stringify(options.repository)}`,
+      });
     }
     this.#options = { ...options, repository };
     const { socketPath, host, port, protocol } = options;
@@ -74,7 +79,12 @@ export class RegistryImageBuilder implements ImageBuilder {
     return result;
   }
 
-  async #push(local: string, target: string, credential: PullCredential | undefined, ctx: { operation: 'build'; backend: string; environmentId?: string }): Promise<void> {
+  async #push(
+    local: string,
+    target: string,
+    credential: PullCredential | undefined,
+    ctx: { operation: 'build'; backend: string; environmentId?: string },
+  ): Promise<void> {
     const [repo, tag] = [target.slice(0, target.lastIndexOf(':')), target.slice(target.lastIndexOf(':') + 1)];
     const registry = parseImageRef(target).registry;
     try {
@@ -94,7 +104,10 @@ export class RegistryImageBuilder implements ImageBuilder {
       throw mapDaemonError(error, ctx) ?? pushRefused(dockerMessage(error), registry, ctx, error);
     } finally {
       // The pushed name is only a label for the push; the built image keeps its berth-build tag.
-      await this.#docker.getImage(target).remove({ noprune: true }).catch(() => undefined);
+      await this.#docker
+        .getImage(target)
+        .remove({ noprune: true })
+        .catch(() => undefined);
     }
   }
 }
@@ -102,7 +115,12 @@ export class RegistryImageBuilder implements ImageBuilder {
 /** A refused push: credentials (permanent: the builder's configuration) or anything else (transient). */
 function pushRefused(message: string, registry: string, ctx: { operation: 'build'; backend: string; environmentId?: string }, cause?: unknown): Error {
   if (/unauthorized|denied|authentication required|forbidden|no basic auth/i.test(message)) {
-    return new ConfigError({ ...ctx, path: 'builder.auth', message: `${registry} refused the push of the built image (${message}): give createRegistryImageBuilder credentials that may push there`, cause });
+    return new ConfigError({
+      ...ctx,
+      path: 'builder.auth',
+      message: `${registry} refused the push of the built image (${message}): give createRegistryImageBuilder credentials that may push there`,
+      cause,
+    });
   }
   // Anything else (the registry down, a reset, a 5xx) may pass: the next attempt pushes again.
   return new BackendUnavailableError({ ...ctx, message: `the push of the built image to ${registry} failed: ${message}`, cause });

@@ -25,9 +25,7 @@ import { dockerAuthConfig, imagePresent, pullImage } from './pull.js';
 export const BACKEND = 'docker';
 
 /** Where a sandbox's image comes from: a pull (mirrors applied) or a build. */
-export type DockerImageSource =
-  | { kind: 'pull'; image: ImageRef; auth?: ImageAuth }
-  | { kind: 'build'; build: ImageBuild; builder: DockerImageBuilder };
+export type DockerImageSource = { kind: 'pull'; image: ImageRef; auth?: ImageAuth } | { kind: 'build'; build: ImageBuild; builder: DockerImageBuilder };
 
 /** One container, as the kit's transport: named after the environment id, so it can be found before create returns. */
 export class DockerSandbox implements SandboxTransport {
@@ -156,7 +154,10 @@ export class DockerSandbox implements SandboxTransport {
         throw new ConfigError({
           ...this.#ctx('start'),
           path: 'spec.image',
-          message: `sandbox exited right after starting (${info.State.Status}, exit ${info.State.ExitCode}): berth needs /bin/sh in the image. Output: ${logs.toString('utf8').replace(/[\x00-\x08]/g, '').slice(-500)}`,
+          message: `sandbox exited right after starting (${info.State.Status}, exit ${info.State.ExitCode}): berth needs /bin/sh in the image. Output: ${logs
+            .toString('utf8')
+            .replace(/[\x00-\x08]/g, '')
+            .slice(-500)}`,
         });
       }
     } catch (error) {

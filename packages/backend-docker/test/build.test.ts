@@ -43,15 +43,24 @@ function failure(p: Promise<unknown>): Promise<unknown> {
 
 afterAll(async () => {
   await Promise.all(envs.map((e) => e.teardown()));
-  for (const tag of tags) await docker.getImage(tag).remove({ force: true }).catch(() => undefined);
-  await docker.getImage(PRIVATE_BASE).remove({ force: true }).catch(() => undefined);
+  for (const tag of tags)
+    await docker
+      .getImage(tag)
+      .remove({ force: true })
+      .catch(() => undefined);
+  await docker
+    .getImage(PRIVATE_BASE)
+    .remove({ force: true })
+    .catch(() => undefined);
   // (The untagged layers of builds that failed part-way go at the end of the run: see test/global-setup.ts.)
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
 describe('docker: images built from a Dockerfile', () => {
   it('builds, runs what it built, reports progress, and does not build the same context twice', async () => {
-    const dir = await context(`FROM ${BASE}\nARG GREETING=hello\nCOPY data.txt /data.txt\nRUN echo "$GREETING built" > /built.txt\n`, { 'data.txt': 'from the context' });
+    const dir = await context(`FROM ${BASE}\nARG GREETING=hello\nCOPY data.txt /data.txt\nRUN echo "$GREETING built" > /built.txt\n`, {
+      'data.txt': 'from the context',
+    });
     const backend = createDockerBackend();
     const spec = { image: { build: { context: dir, args: { GREETING: 'hi' }, network: 'none' as const } }, network: 'none' as const };
     const tag = await remember(dir, { args: { GREETING: 'hi' } });
@@ -179,7 +188,10 @@ describe('docker: images built from a Dockerfile', () => {
     expect(after.checks.find((c) => c.name === 'image')?.message).toContain(`already built (${tag})`);
 
     // (An earlier case pulled the private base: without it locally, only the registry can answer.)
-    await docker.getImage(PRIVATE_BASE).remove({ force: true }).catch(() => undefined);
+    await docker
+      .getImage(PRIVATE_BASE)
+      .remove({ force: true })
+      .catch(() => undefined);
     const privateDir = await context(`FROM ${PRIVATE_BASE}\n`);
     const noCreds = await mkdtemp(join(tmpdir(), 'berth-dockercfg-'));
     dirs.push(noCreds);

@@ -77,13 +77,18 @@ describe('docker backend specifics', () => {
     execFileSync('docker', ['import', `${dir}.tar`, 'berth-test/no-shell:latest'], { stdio: 'ignore' });
     try {
       for (let i = 0; i < 5; i++) {
-        const error = await createDockerBackend().start({ image: 'berth-test/no-shell:latest', network: 'none' }).catch((e: unknown) => e);
+        const error = await createDockerBackend()
+          .start({ image: 'berth-test/no-shell:latest', network: 'none' })
+          .catch((e: unknown) => e);
         expect(ConfigError.isInstance(error), String(error)).toBe(true);
         expect((error as ConfigError).message).toContain('/bin/sh');
         expect((error as ConfigError).retryable).toBe(false);
       }
     } finally {
-      await docker.getImage('berth-test/no-shell:latest').remove({ force: true }).catch(() => undefined);
+      await docker
+        .getImage('berth-test/no-shell:latest')
+        .remove({ force: true })
+        .catch(() => undefined);
       await rm(dir, { recursive: true });
       await rm(`${dir}.tar`);
     }
@@ -97,7 +102,9 @@ describe('docker backend specifics', () => {
     execFileSync('mkdir', ['-p', join(root, 'bin'), join(root, 'tmp'), join(root, 'proc')]);
     execFileSync('cp', ['/bin/busybox', '/bin/dash', join(root, 'bin')]);
     execFileSync('ln', ['-s', 'dash', join(root, 'bin', 'sh')]);
-    for (const lib of execFileSync('ldd', ['/bin/dash']).toString().match(/\/\S+\.so[.\d]*/g) ?? []) {
+    for (const lib of execFileSync('ldd', ['/bin/dash'])
+      .toString()
+      .match(/\/\S+\.so[.\d]*/g) ?? []) {
       execFileSync('cp', ['--parents', '-L', lib, root]);
     }
     for (const applet of ['sleep', 'cat', 'kill', 'mkdir', 'mktemp', 'mkfifo', 'tee', 'wc', 'rm']) {
@@ -125,7 +132,10 @@ describe('docker backend specifics', () => {
       expect((await native.exec('cat /tmp/f.txt')).stdout).toBe('x');
       await native.teardown();
     } finally {
-      await docker.getImage('berth-test/no-tar:latest').remove({ force: true }).catch(() => undefined);
+      await docker
+        .getImage('berth-test/no-tar:latest')
+        .remove({ force: true })
+        .catch(() => undefined);
       await rm(dir, { recursive: true });
     }
   });

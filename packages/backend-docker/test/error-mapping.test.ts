@@ -28,7 +28,10 @@ const BASIC = 'berth-test/busybox:latest';
 const started: Environment[] = [];
 
 async function forget(ref: string): Promise<void> {
-  await docker.getImage(ref).remove({ force: true }).catch(() => undefined);
+  await docker
+    .getImage(ref)
+    .remove({ force: true })
+    .catch(() => undefined);
 }
 
 async function failure(promise: Promise<unknown>): Promise<BerthError> {
@@ -204,7 +207,7 @@ describe('docker pulls and credentials', () => {
     await rm(dir, { recursive: true });
   });
 
-  it('mirror rules carry their own credentials; the spec\'s are never sent to another host', async () => {
+  it("mirror rules carry their own credentials; the spec's are never sent to another host", async () => {
     await forget(PRIVATE);
     const noCredentials = await mkdtemp(join(tmpdir(), 'berth-nocreds-'));
     // seed 000: docker.io/swebench/* rewritten to a local mirror
@@ -212,7 +215,10 @@ describe('docker pulls and credentials', () => {
     const specAuth = { username: 'berth', password: GOOD_AUTH.password };
     // Credentials written for docker.io do not follow the pull to the mirror...
     const leaked = await failure(
-      createDockerBackend({ mirrors, dockerConfigEnv: { DOCKER_CONFIG: noCredentials } }).start({ image: { ref: 'docker.io/mirrored/private-busybox:errors', auth: specAuth }, network: 'none' }),
+      createDockerBackend({ mirrors, dockerConfigEnv: { DOCKER_CONFIG: noCredentials } }).start({
+        image: { ref: 'docker.io/mirrored/private-busybox:errors', auth: specAuth },
+        network: 'none',
+      }),
     );
     expect(leaked).toMatchObject({ type: 'ImagePullError', reason: 'unauthorized' });
     // ...the rule's own (here a named secret) do.
@@ -255,7 +261,10 @@ describe('docker preflight follows the pull policy', () => {
     const noCredentials = await mkdtemp(join(tmpdir(), 'berth-nocreds-'));
     const always = await createDockerBackend({ pullPolicy: 'always', dockerConfigEnv: { DOCKER_CONFIG: noCredentials } }).preflight({ image: PRIVATE });
     await rm(noCredentials, { recursive: true });
-    expect(always.checks.find((c) => c.name === 'image')).toMatchObject({ status: 'fail', error: { type: 'ImagePullError', details: { reason: 'unauthorized' } } });
+    expect(always.checks.find((c) => c.name === 'image')).toMatchObject({
+      status: 'fail',
+      error: { type: 'ImagePullError', details: { reason: 'unauthorized' } },
+    });
     const ifMissing = await createDockerBackend().preflight({ image: PRIVATE });
     expect(ifMissing.ok).toBe(true);
     await forget(PRIVATE);

@@ -18,7 +18,10 @@ const dirs: string[] = [];
 afterAll(async () => {
   for (const dir of dirs) {
     const tag = buildTag(await hashBuildContext(ImageBuildSchema.parse({ context: dir })));
-    await docker.getImage(tag).remove({ force: true }).catch(() => undefined);
+    await docker
+      .getImage(tag)
+      .remove({ force: true })
+      .catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
   }
 });
@@ -68,7 +71,12 @@ describe('createRegistryImageBuilder', () => {
   it('a push the registry refuses is a ConfigError on the builder’s credentials, without the password in it', async () => {
     const dir = await context();
     const wrong = { username: 'berth', password: 'not-the-password' };
-    const error = await createRegistryImageBuilder({ repository: REPOSITORY, auth: wrong }).build(request(dir).req).then(() => undefined, (e: unknown) => e);
+    const error = await createRegistryImageBuilder({ repository: REPOSITORY, auth: wrong })
+      .build(request(dir).req)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(ConfigError.isInstance(error), String(error)).toBe(true);
     expect((error as ConfigError).path).toBe('builder.auth');
     expect(JSON.stringify(error)).not.toContain('not-the-password');

@@ -15,7 +15,14 @@ const made: string[] = [];
 
 afterAll(async () => {
   await Promise.all(started.map((e) => e.teardown()));
-  await Promise.all(made.map((name) => docker.getContainer(name).remove({ force: true }).catch(() => undefined)));
+  await Promise.all(
+    made.map((name) =>
+      docker
+        .getContainer(name)
+        .remove({ force: true })
+        .catch(() => undefined),
+    ),
+  );
 });
 
 /** A PID that was just used and has exited: nobody owns it now. */

@@ -26,7 +26,11 @@ describe('Docker stream demuxer', () => {
     const demux = new DockerStreamDemuxer((which, payload) => got.push([which, payload.toString()]));
     const bytes = Buffer.concat([frame(1, 'out-1'), frame(2, 'err'), frame(1, 'out-2')]);
     for (let i = 0; i < bytes.length; i += 3) demux.push(bytes.subarray(i, i + 3));
-    expect(got).toEqual([['stdout', 'out-1'], ['stderr', 'err'], ['stdout', 'out-2']]);
+    expect(got).toEqual([
+      ['stdout', 'out-1'],
+      ['stderr', 'err'],
+      ['stdout', 'out-2'],
+    ]);
     expect(demux.leftover).toBe(0);
     demux.push(frame(1, 'cut short').subarray(0, 10));
     expect(demux.leftover).toBe(10);
@@ -52,7 +56,9 @@ describe('daemon error mapping', () => {
 
   it('start refusals name the field to fix', () => {
     const start = { operation: 'start' as const, backend: 'docker', environmentId: 'berth-1' };
-    expect(startRefusal(apiError(400, 'invalid mount config for type "bind": bind source path does not exist: /x'), start, 'img')).toMatchObject({ path: 'spec.mounts' });
+    expect(startRefusal(apiError(400, 'invalid mount config for type "bind": bind source path does not exist: /x'), start, 'img')).toMatchObject({
+      path: 'spec.mounts',
+    });
     expect(startRefusal(apiError(400, 'exec: "/bin/sh": stat /bin/sh: no such file or directory'), start, 'img')).toMatchObject({ path: 'spec.image' });
     expect(startRefusal(apiError(400, 'Minimum memory limit allowed is 6MB'), start, 'img')).toBeInstanceOf(ConfigError);
     expect(startRefusal(apiError(500, 'something else'), start, 'img')).toBeUndefined();
@@ -61,11 +67,14 @@ describe('daemon error mapping', () => {
 
 describe('engine wording', () => {
   it("drops docker-modem's HTTP status prefix, which misleads for a registry's refusal", () => {
-    const relayed = Object.assign(new Error('(HTTP code 500) server error - Head "http://r/v2/x/manifests/1": no basic auth credentials'), { statusCode: 500, json: null });
+    const relayed = Object.assign(new Error('(HTTP code 500) server error - Head "http://r/v2/x/manifests/1": no basic auth credentials'), {
+      statusCode: 500,
+      json: null,
+    });
     expect(dockerMessage(relayed)).toBe('Head "http://r/v2/x/manifests/1": no basic auth credentials');
   });
 
-  it("refuses the old name of dockerConfigEnv, saying what it became", () => {
+  it('refuses the old name of dockerConfigEnv, saying what it became', () => {
     expect(() => createDockerBackend({ env: {} } as never)).toThrow(/now dockerConfigEnv/);
   });
 });

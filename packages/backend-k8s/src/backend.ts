@@ -40,7 +40,8 @@ const HINTS = {
   networkSwitch: 'a pod keeps its network: run the whole task with one network',
   execUser: "the exec subresource has no user: every command runs as the container's user",
   tty: 'the exec socket speaks only the stdin, stdout, stderr and error channels: use berth exec without a terminal, or the Docker backend',
-  imageBuild: "pass options.builder (createRegistryImageBuilder from @berth/backend-docker builds with the local engine and pushes to a registry the cluster pulls from), or build and push the image and pass its reference",
+  imageBuild:
+    'pass options.builder (createRegistryImageBuilder from @berth/backend-docker builds with the local engine and pushes to a registry the cluster pulls from), or build and push the image and pass its reference',
 };
 
 const RENAMED = { preflightRegistries: 'probeRegistries (the same option on every backend)' };
@@ -66,12 +67,22 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
     const checks: PreflightCheck[] = [];
     const spec = input ?? parseEnvironmentSpec({ image: 'berth-preflight', network: 'public' }, { backend: BACKEND });
     if (input) {
-      if (isBuiltImage(input.image)) checks.push({ name: 'build', status: 'ok', message: `${describeImage(input.image)} will be built by ${options.builder?.name ?? '?'} at start` });
+      if (isBuiltImage(input.image))
+        checks.push({ name: 'build', status: 'ok', message: `${describeImage(input.image)} will be built by ${options.builder?.name ?? '?'} at start` });
       const pod = images(input);
-      for (const { image: ref, auth } of [...(pod.main ? [pod.main] : []), ...pod.mounts]) checks.push(await checkImage(cluster(), options, ref, auth, pod.pullSecrets));
+      for (const { image: ref, auth } of [...(pod.main ? [pod.main] : []), ...pod.mounts])
+        checks.push(await checkImage(cluster(), options, ref, auth, pod.pullSecrets));
     }
     // The pod as start would make it (tolerations, node selector, resources, patchPod), asked of the nodes.
-    const manifest = podManifest({ name: 'berth-preflight', namespace: cluster().namespace, image: 'berth-preflight', spec, labels: { ...(options.labels ?? {}) }, pullSecrets: [], options });
+    const manifest = podManifest({
+      name: 'berth-preflight',
+      namespace: cluster().namespace,
+      image: 'berth-preflight',
+      spec,
+      labels: { ...(options.labels ?? {}) },
+      pullSecrets: [],
+      options,
+    });
     checks.push(await checkNodes(cluster(), manifest));
     return checks;
   };
@@ -81,7 +92,8 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
     const bySession = session ? `,${LABEL_SESSION}=${session}` : '';
     const remove = (what: string, del: () => Promise<unknown>): Pick<ManagedResource, 'remove' | 'failure'> => ({
       remove: () => idempotent(del),
-      failure: (error) => (statusOf(error) === 404 ? undefined : what === 'pod' ? (mapApiError(error, { operation: 'sweep' })?.message ?? apiMessage(error)) : apiMessage(error)),
+      failure: (error) =>
+        statusOf(error) === 404 ? undefined : what === 'pod' ? (mapApiError(error, { operation: 'sweep' })?.message ?? apiMessage(error)) : apiMessage(error),
     });
     try {
       // Pull secrets whose process is gone (a crash between a start and its teardown), then pods.
@@ -95,7 +107,12 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
         ...pods.items.map((pod): ManagedResource => {
           const name = pod.metadata?.name ?? '';
           const created = pod.metadata?.creationTimestamp ? new Date(pod.metadata.creationTimestamp).getTime() : undefined;
-          return { name, labels: pod.metadata?.labels ?? {}, ...(created ? { createdAtMs: created } : {}), ...remove('pod', () => core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 })) };
+          return {
+            name,
+            labels: pod.metadata?.labels ?? {},
+            ...(created ? { createdAtMs: created } : {}),
+            ...remove('pod', () => core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 })),
+          };
         }),
       ];
     } catch (error) {

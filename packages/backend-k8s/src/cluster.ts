@@ -34,7 +34,12 @@ export class Cluster {
     this.kc = loadKubeConfig(options);
     const cluster = this.kc.getCurrentCluster();
     if (!cluster) {
-      throw new ConfigError({ operation: 'config', backend: BACKEND, path: 'options.kubeconfig', message: 'the kubeconfig has no current cluster: set a context, or pass options.kubeconfig' });
+      throw new ConfigError({
+        operation: 'config',
+        backend: BACKEND,
+        path: 'options.kubeconfig',
+        message: 'the kubeconfig has no current cluster: set a context, or pass options.kubeconfig',
+      });
     }
     this.server = cluster.server.replace(/\/+$/, '');
     this.core = this.kc.makeApiClient(CoreV1Api);
@@ -98,6 +103,7 @@ function noDefaultKubeconfig(): string | undefined {
   const { KUBERNETES_SERVICE_HOST: host, KUBERNETES_SERVICE_PORT: port } = process.env;
   const token = existsSync(SERVICE_ACCOUNT_TOKEN);
   if (host && port && token) return undefined;
-  const notInPod = !host || !port ? 'KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set' : `there is no service account token at ${SERVICE_ACCOUNT_TOKEN}`;
+  const notInPod =
+    !host || !port ? 'KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set' : `there is no service account token at ${SERVICE_ACCOUNT_TOKEN}`;
   return `KUBECONFIG is not set, ${config ? `${config} does not exist` : 'there is no home directory for ~/.kube/config'}, and this is not a pod in a cluster (${notInPod})`;
 }

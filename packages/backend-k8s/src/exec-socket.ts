@@ -49,7 +49,11 @@ function execUrl(cluster: Cluster, pod: string, argv: readonly string[], stdin: 
 }
 
 /** The exit code in the final Status frame: Success is 0, NonZeroExitCode carries it; anything else is undefined. */
-export function exitCodeOf(status: { status?: string; reason?: string; details?: { causes?: Array<{ reason?: string; message?: string }> } }): number | undefined {
+export function exitCodeOf(status: {
+  status?: string;
+  reason?: string;
+  details?: { causes?: Array<{ reason?: string; message?: string }> };
+}): number | undefined {
   if (status.status === 'Success') return 0;
   if (status.reason !== 'NonZeroExitCode') return undefined;
   const cause = status.details?.causes?.find((c) => c.reason === 'ExitCode');

@@ -57,7 +57,11 @@ export function mapApiError(error: unknown, ctx: ErrorContext, opts: { podGone?:
   }
   if (status === 429 || (status !== undefined && status >= 500)) {
     const after = retryAfterMs(error);
-    return new BackendUnavailableError({ ...base, message: `the Kubernetes API answered ${status}: ${apiMessage(error)}`, ...(after !== undefined ? { retryAfterMs: after } : {}) });
+    return new BackendUnavailableError({
+      ...base,
+      message: `the Kubernetes API answered ${status}: ${apiMessage(error)}`,
+      ...(after !== undefined ? { retryAfterMs: after } : {}),
+    });
   }
   if (status === 404 && opts.podGone) {
     return new SandboxLostError({ ...base, message: `pod ${ctx.environmentId ?? ''} no longer exists`, lastState: 'deleted' });

@@ -26,9 +26,16 @@ export interface PodImages {
  * credentials become a Secret at start. Mirrors are applied to each. Bad credentials are a
  * ConfigError here, before any I/O.
  */
-export function podImages(spec: EnvironmentSpec, main: { ref: string; auth?: ImageAuth } | undefined, options: K8sBackendOptions, secrets: PullSecrets): PodImages {
+export function podImages(
+  spec: EnvironmentSpec,
+  main: { ref: string; auth?: ImageAuth } | undefined,
+  options: K8sBackendOptions,
+  secrets: PullSecrets,
+): PodImages {
   const named = new Set(options.imagePullSecrets ?? []);
-  const mounts = spec.mounts.flatMap((m) => (m.type === 'image' ? [{ ...source(pulled(m.image), options, named), ...(m.subpath !== undefined ? { subpath: m.subpath } : {}), target: m.target }] : []));
+  const mounts = spec.mounts.flatMap((m) =>
+    m.type === 'image' ? [{ ...source(pulled(m.image), options, named), ...(m.subpath !== undefined ? { subpath: m.subpath } : {}), target: m.target }] : [],
+  );
   return { ...(main ? { main: source(main, options, named) } : {}), mounts, pullSecrets: [...named], secrets };
 }
 

@@ -23,14 +23,19 @@ export function startState(pod: V1Pod): StartState {
     if (reason && PULL_REASONS.has(reason)) return { kind: 'pull_failed', reason, message: init.state?.waiting?.message ?? reason, image: init.image };
     const ended = init.state?.terminated;
     if (ended && ended.exitCode !== 0) {
-      return { kind: 'mount_failed', index: Number(init.name.slice(MOUNT_PREFIX.length)), message: (ended.message ?? '').trim() || `${ended.reason ?? 'failed'} (exit ${ended.exitCode})` };
+      return {
+        kind: 'mount_failed',
+        index: Number(init.name.slice(MOUNT_PREFIX.length)),
+        message: (ended.message ?? '').trim() || `${ended.reason ?? 'failed'} (exit ${ended.exitCode})`,
+      };
     }
     if (!ended) return { kind: 'waiting', status: `Pending: copying image mount ${init.image}${reason ? ` (${reason})` : ''}` };
   }
   const container = status.containerStatuses?.find((c) => c.name === CONTAINER);
   const waiting = container?.state?.waiting;
   if (waiting?.reason && PULL_REASONS.has(waiting.reason)) return { kind: 'pull_failed', reason: waiting.reason, message: waiting.message ?? waiting.reason };
-  if (waiting?.reason && CONFIG_REASONS.has(waiting.reason)) return { kind: 'config_failed', reason: waiting.reason, message: waiting.message ?? waiting.reason };
+  if (waiting?.reason && CONFIG_REASONS.has(waiting.reason))
+    return { kind: 'config_failed', reason: waiting.reason, message: waiting.message ?? waiting.reason };
   const terminated = container?.state?.terminated;
   if (status.phase === 'Failed' || status.phase === 'Succeeded' || terminated) {
     const reason = status.reason ?? terminated?.reason ?? status.phase ?? 'ended';
@@ -47,7 +52,10 @@ export function startState(pod: V1Pod): StartState {
 }
 
 /** Whether the pod that was started is still the one running, and if not, what was seen. */
-export function liveState(pod: V1Pod, started: { uid: string; restarts: number }): { running: true } | { running: false; reason: string; lifetimeExpired?: boolean } {
+export function liveState(
+  pod: V1Pod,
+  started: { uid: string; restarts: number },
+): { running: true } | { running: false; reason: string; lifetimeExpired?: boolean } {
   if (pod.metadata?.uid !== started.uid) return { running: false, reason: 'replaced (a new pod with the same name)' };
   if (pod.metadata?.deletionTimestamp) return { running: false, reason: 'deleted' };
   const status = pod.status ?? {};
@@ -61,7 +69,11 @@ export function liveState(pod: V1Pod, started: { uid: string; restarts: number }
     return { running: false, reason: status.message ? `${reason}: ${status.message}` : reason, lifetimeExpired };
   }
   if (terminated) {
-    return { running: false, reason: terminated.reason === 'OOMKilled' ? 'OOMKilled' : `${terminated.reason ?? 'terminated'} (exit ${terminated.exitCode})`, lifetimeExpired };
+    return {
+      running: false,
+      reason: terminated.reason === 'OOMKilled' ? 'OOMKilled' : `${terminated.reason ?? 'terminated'} (exit ${terminated.exitCode})`,
+      lifetimeExpired,
+    };
   }
   if ((container?.restartCount ?? 0) !== started.restarts) return { running: false, reason: 'container restarted' };
   if (!container?.state?.running) return { running: false, reason: `container not running (${status.phase ?? 'unknown'})` };

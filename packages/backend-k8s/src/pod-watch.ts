@@ -60,7 +60,13 @@ export async function watchPod<T>(cluster: Cluster, name: string, decide: (pod: 
 }
 
 /** One watch request, from `resourceVersion` until it decides, the pod goes, or the connection ends. */
-function watchSegment<T>(cluster: Cluster, name: string, resourceVersion: string, decide: (pod: V1Pod) => T | undefined, signal: AbortSignal): Promise<Segment<T>> {
+function watchSegment<T>(
+  cluster: Cluster,
+  name: string,
+  resourceVersion: string,
+  decide: (pod: V1Pod) => T | undefined,
+  signal: AbortSignal,
+): Promise<Segment<T>> {
   return new Promise<Segment<T>>((resolve) => {
     let latest = resourceVersion;
     let controller: AbortController | undefined;
@@ -81,7 +87,10 @@ function watchSegment<T>(cluster: Cluster, name: string, resourceVersion: string
       silence = setTimeout(() => finish({ ended: true, resourceVersion: latest }), SILENT_MS);
       if (type === 'ERROR') {
         if (object.code === 410) return finish({ expired: true });
-        return finish({ failed: Object.assign(new Error(`the pod watch failed: ${JSON.stringify(object).slice(0, 300)}`), { statusCode: object.code }), resourceVersion: latest });
+        return finish({
+          failed: Object.assign(new Error(`the pod watch failed: ${JSON.stringify(object).slice(0, 300)}`), { statusCode: object.code }),
+          resourceVersion: latest,
+        });
       }
       latest = object.metadata?.resourceVersion ?? latest;
       if (type === 'DELETED') return finish({ gone: true });

@@ -63,11 +63,21 @@ async function fromSecret(cluster: Cluster, name: string, ref: ImageRef): Promis
   const secret = await cluster.core.readNamespacedSecret({ name, namespace: cluster.namespace });
   const raw = secret.data?.['.dockerconfigjson'];
   if (!raw) return undefined;
-  const auths = (JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as { auths?: Record<string, { username?: string; password?: string; auth?: string; identitytoken?: string }> }).auths ?? {};
+  const auths =
+    (
+      JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as {
+        auths?: Record<string, { username?: string; password?: string; auth?: string; identitytoken?: string }>;
+      }
+    ).auths ?? {};
   const entry = Object.entries(auths).find(([server]) => server.replace(/^https?:\/\//, '').replace(/\/.*$/, '') === ref.registry)?.[1];
   if (!entry) return undefined;
   if (entry.identitytoken) return { serverAddress: ref.registry, identityToken: entry.identitytoken };
-  const [username, ...rest] = entry.username !== undefined ? [entry.username, entry.password ?? ''] : Buffer.from(entry.auth ?? '', 'base64').toString('utf8').split(':');
+  const [username, ...rest] =
+    entry.username !== undefined
+      ? [entry.username, entry.password ?? '']
+      : Buffer.from(entry.auth ?? '', 'base64')
+          .toString('utf8')
+          .split(':');
   return username ? { serverAddress: ref.registry, username, password: rest.join(':') } : undefined;
 }
 
@@ -75,7 +85,13 @@ async function fromSecret(cluster: Cluster, name: string, ref: ImageRef): Promis
  * Named pull secrets exist, and the image can be pulled with the credentials the pod would have
  * (asked of the registry directly: no node is asked to pull).
  */
-export async function checkImage(cluster: Cluster, options: K8sBackendOptions, ref: ImageRef, auth: ImageAuth | undefined, named: readonly string[]): Promise<PreflightCheck> {
+export async function checkImage(
+  cluster: Cluster,
+  options: K8sBackendOptions,
+  ref: ImageRef,
+  auth: ImageAuth | undefined,
+  named: readonly string[],
+): Promise<PreflightCheck> {
   const ctx = { operation: 'preflight' as const, backend: BACKEND };
   let credential: PullCredential | undefined;
   try {
@@ -83,7 +99,8 @@ export async function checkImage(cluster: Cluster, options: K8sBackendOptions, r
       try {
         credential ??= await fromSecret(cluster, name, ref);
       } catch (error) {
-        if (statusOf(error) === 404) return { name: 'image', status: 'fail', message: `the pull secret "${name}" does not exist in namespace ${cluster.namespace}` };
+        if (statusOf(error) === 404)
+          return { name: 'image', status: 'fail', message: `the pull secret "${name}" does not exist in namespace ${cluster.namespace}` };
         return { name: 'image', status: 'warn', message: `cannot read the pull secret "${name}" (${apiMessage(error)}): the image was not checked` };
       }
     }
@@ -91,7 +108,8 @@ export async function checkImage(cluster: Cluster, options: K8sBackendOptions, r
   } catch (error) {
     return preflightFailure('image', error);
   }
-  if ((options.pullPolicy ?? 'if-missing') === 'never') return { name: 'image', status: 'warn', message: `pullPolicy is 'never': whether a node has ${ref.original} is not checked` };
+  if ((options.pullPolicy ?? 'if-missing') === 'never')
+    return { name: 'image', status: 'warn', message: `pullPolicy is 'never': whether a node has ${ref.original} is not checked` };
   return imageCheck(ref, credential, { backend: BACKEND, probeRegistries: options.probeRegistries });
 }
 
@@ -106,14 +124,27 @@ export async function checkNodes(cluster: Cluster, pod: V1Pod): Promise<Prefligh
     nodes = await idempotent(() => cluster.core.listNode());
   } catch (error) {
     if (statusOf(error) === 403) {
-      return { name: 'nodes', status: 'warn', message: 'berth may not list nodes, so whether one can schedule the pod was not checked; bind the ClusterRole in @berth/backend-k8s/deploy/node-reader.yaml to check' };
+      return {
+        name: 'nodes',
+        status: 'warn',
+        message:
+          'berth may not list nodes, so whether one can schedule the pod was not checked; bind the ClusterRole in @berth/backend-k8s/deploy/node-reader.yaml to check',
+      };
     }
     return { name: 'nodes', status: 'warn', message: `the nodes could not be listed (${apiMessage(error)}): not checked` };
   }
   const verdicts = nodes.items.map((node) => ({ name: node.metadata?.name ?? '?', misfits: nodeMisfits(node, pod) }));
   const fit = verdicts.filter((v) => v.misfits.length === 0).map((v) => v.name);
-  if (fit.length > 0) return { name: 'nodes', status: 'ok', message: `${fit.length} of ${verdicts.length} node(s) can schedule the pod (${fit.slice(0, 5).join(', ')}${fit.length > 5 ? ', ...' : ''})` };
-  const why = verdicts.slice(0, 5).map((v) => `${v.name}: ${v.misfits.join('; ')}`).join(' | ');
+  if (fit.length > 0)
+    return {
+      name: 'nodes',
+      status: 'ok',
+      message: `${fit.length} of ${verdicts.length} node(s) can schedule the pod (${fit.slice(0, 5).join(', ')}${fit.length > 5 ? ', ...' : ''})`,
+    };
+  const why = verdicts
+    .slice(0, 5)
+    .map((v) => `${v.name}: ${v.misfits.join('; ')}`)
+    .join(' | ');
   return {
     name: 'nodes',
     status: 'fail',

@@ -1,14 +1,6 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
-import {
-  LABEL_CREATED,
-  LABEL_MANAGED,
-  LABEL_OWNER_HOST,
-  LABEL_OWNER_PID,
-  LABEL_SESSION,
-  SESSION_ID,
-  type PullCredential,
-} from '@berth/core/backend-kit';
+import { LABEL_CREATED, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION, SESSION_ID, type PullCredential } from '@berth/core/backend-kit';
 import type { Cluster } from './cluster.js';
 import { idempotent, mapApiError, statusOf } from './k8s-errors.js';
 
@@ -37,7 +29,10 @@ export class PullSecrets {
 
   #serial<T>(name: string, work: () => Promise<T>): Promise<T> {
     const next = (this.#queue.get(name) ?? Promise.resolve()).then(work, work);
-    this.#queue.set(name, next.catch(() => undefined));
+    this.#queue.set(
+      name,
+      next.catch(() => undefined),
+    );
     return next;
   }
 
@@ -76,7 +71,11 @@ export class PullSecrets {
     const entry =
       'identityToken' in credential
         ? { identitytoken: credential.identityToken }
-        : { username: credential.username, password: credential.password, auth: Buffer.from(`${credential.username}:${credential.password}`).toString('base64') };
+        : {
+            username: credential.username,
+            password: credential.password,
+            auth: Buffer.from(`${credential.username}:${credential.password}`).toString('base64'),
+          };
     const config = JSON.stringify({ auths: { [credential.serverAddress]: entry } });
     const labels = {
       [LABEL_MANAGED]: 'true',

@@ -85,10 +85,14 @@ export class K8sSandbox implements SandboxTransport {
     ctx.progress({ phase: 'starting', status: `creating pod ${namespace}/${this.#id}` });
     try {
       // Retried like a read: the name is berth's own (48 random bits), so 409 means an earlier try got through.
-      await idempotent(() => core.createNamespacedPod({ namespace, body }).catch((error: unknown) => {
-        if (statusOf(error) === 409) return undefined;
-        throw error;
-      }), ctx.signal);
+      await idempotent(
+        () =>
+          core.createNamespacedPod({ namespace, body }).catch((error: unknown) => {
+            if (statusOf(error) === 409) return undefined;
+            throw error;
+          }),
+        ctx.signal,
+      );
     } catch (error) {
       if (statusOf(error) === 422 || statusOf(error) === 400) {
         throw new ConfigError({ ...this.#ctx('start'), path: 'spec', message: `the Kubernetes API refused the pod: ${apiMessage(error)}`, cause: error });
@@ -218,6 +222,9 @@ export class K8sSandbox implements SandboxTransport {
 
 /** The kubelet's own words for a failed pull: "Failed to pull image ...: <the registry's words>", not "Error: ErrImagePull". */
 function pullMessage(events: ReadonlyArray<{ reason?: string; message?: string }>, fallback: string): string {
-  const failed = events.filter((e) => e.reason === 'Failed').map((e) => e.message ?? '').filter((m) => m.length > 0);
+  const failed = events
+    .filter((e) => e.reason === 'Failed')
+    .map((e) => e.message ?? '')
+    .filter((m) => m.length > 0);
   return failed.filter((m) => /failed to pull/i.test(m)).at(-1) ?? failed.at(-1) ?? fallback;
 }

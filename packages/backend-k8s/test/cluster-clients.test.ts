@@ -29,7 +29,9 @@ describe("the cluster's own clients see berth's pods", () => {
     envs.push(env);
     await env.exec('echo from-berth > /tmp/hello');
 
-    const listed = JSON.parse((await run('kubectl', ['--kubeconfig', ADMIN_KUBECONFIG, '-n', NAMESPACE, 'get', 'pods', '-l', 'berth.managed=true', '-o', 'json'])).stdout) as {
+    const listed = JSON.parse(
+      (await run('kubectl', ['--kubeconfig', ADMIN_KUBECONFIG, '-n', NAMESPACE, 'get', 'pods', '-l', 'berth.managed=true', '-o', 'json'])).stdout,
+    ) as {
       items: Array<{ metadata: { name: string; labels: Record<string, string> } }>;
     };
     const mine = listed.items.find((p) => p.metadata.name === env.id);
@@ -37,12 +39,20 @@ describe("the cluster's own clients see berth's pods", () => {
     expect((await run('kubectl', ['--kubeconfig', ADMIN_KUBECONFIG, '-n', NAMESPACE, 'exec', env.id, '--', 'cat', '/tmp/hello'])).stdout).toBe('from-berth\n');
 
     // Debian's python3 (the one python3-kubernetes is installed for), not one earlier on PATH.
-    const py = JSON.parse((await run('/usr/bin/python3', ['-c', PYTHON, ADMIN_KUBECONFIG, env.id, NAMESPACE])).stdout) as { labels: Record<string, string>; phase: string; out: string };
+    const py = JSON.parse((await run('/usr/bin/python3', ['-c', PYTHON, ADMIN_KUBECONFIG, env.id, NAMESPACE])).stdout) as {
+      labels: Record<string, string>;
+      phase: string;
+      out: string;
+    };
     expect(py).toMatchObject({ phase: 'Running', out: 'from-berth\n', labels: { 'berth.environment': env.id } });
   });
 
   it('the backend runs as a service account that can use its namespace and nothing cluster-wide', async () => {
-    const can = (args: string[]) => run('kubectl', ['--kubeconfig', BERTH_KUBECONFIG, 'auth', 'can-i', ...args]).then((r) => r.stdout.trim(), (e: { stdout?: string }) => e.stdout?.trim());
+    const can = (args: string[]) =>
+      run('kubectl', ['--kubeconfig', BERTH_KUBECONFIG, 'auth', 'can-i', ...args]).then(
+        (r) => r.stdout.trim(),
+        (e: { stdout?: string }) => e.stdout?.trim(),
+      );
     expect(await can(['create', 'pods', '-n', NAMESPACE])).toBe('yes');
     expect(await can(['create', 'pods', '--subresource=exec', '-n', NAMESPACE])).toBe('yes');
     expect(await can(['list', 'pods', '--all-namespaces'])).toBe('no');

@@ -16,7 +16,13 @@ describeBackendConformance({
   name: 'k8s',
   // probeRegistries: only the loopback registry is asked (the basic image is on the node only).
   createBackend: () =>
-    createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, namespace: NAMESPACE, tolerations: TOLERATE_FAULT, probeRegistries: ['127.0.0.1:5000'], builder }),
+    createK8sBackend({
+      kubeconfig: { file: BERTH_KUBECONFIG },
+      namespace: NAMESPACE,
+      tolerations: TOLERATE_FAULT,
+      probeRegistries: ['127.0.0.1:5000'],
+      builder,
+    }),
   images: {
     basic: 'berth-test/busybox:latest',
     // Credentials in the spec: the backend makes the pull secret itself (see pull-secrets.test.ts for secretName).
@@ -35,7 +41,10 @@ describeBackendConformance({
     // The engine's built image; the pushed copy stays in the test registry (its tag is the content hash).
     forgetBuild: async (context) => {
       const tag = buildTag(await hashBuildContext({ context, dockerfile: 'Dockerfile', args: {}, network: 'none' }));
-      await new Docker().getImage(tag).remove({ force: true }).catch(() => undefined);
+      await new Docker()
+        .getImage(tag)
+        .remove({ force: true })
+        .catch(() => undefined);
     },
     listLeftovers: async () => {
       const pods = await adminApi().listNamespacedPod({

@@ -18,7 +18,10 @@ const dirs: string[] = [];
 beforeAll(async () => {
   proxy = await ApiProxy.start();
   proxy.execProtocols = ['v4.channel.k8s.io'];
-  env = await createK8sBackend({ kubeconfig: proxy.kubeconfig(), tolerations: TOLERATE_FAULT }).start({ image: 'berth-test/busybox:latest', network: 'public' });
+  env = await createK8sBackend({ kubeconfig: proxy.kubeconfig(), tolerations: TOLERATE_FAULT }).start({
+    image: 'berth-test/busybox:latest',
+    network: 'public',
+  });
 });
 afterAll(async () => {
   await env?.teardown();

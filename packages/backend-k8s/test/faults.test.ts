@@ -78,7 +78,10 @@ describe('k8s faults on a real cluster', () => {
     const deadline = Date.now() + 15_000;
     let error: unknown;
     while (Date.now() < deadline) {
-      error = await env.exec('true').then(() => undefined, (e: unknown) => e);
+      error = await env.exec('true').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       if (error) break;
       await new Promise((r) => setTimeout(r, 200));
     }

@@ -62,25 +62,48 @@ describe('k8s without any kubeconfig', () => {
     expect(classifyFailure(started)).toMatchObject({ category: 'permanent_infra', type: 'ConfigError' });
     expect(started).toMatchObject({ message: expect.stringContaining('KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set') });
     expectNoKubeconfig(await backend.sweep().catch((e: unknown) => e));
-    expectNoKubeconfig(await Promise.resolve().then(() => backend.environment(SPEC)).catch((e: unknown) => e));
-    expectNoKubeconfig(await Promise.resolve().then(() => backend.target).catch((e: unknown) => e));
-    expectNoKubeconfig(await Promise.resolve().then(() => backend.resolveTarget()).catch((e: unknown) => e));
+    expectNoKubeconfig(
+      await Promise.resolve()
+        .then(() => backend.environment(SPEC))
+        .catch((e: unknown) => e),
+    );
+    expectNoKubeconfig(
+      await Promise.resolve()
+        .then(() => backend.target)
+        .catch((e: unknown) => e),
+    );
+    expectNoKubeconfig(
+      await Promise.resolve()
+        .then(() => backend.resolveTarget())
+        .catch((e: unknown) => e),
+    );
     // A context alone still needs a file to take it from.
-    expectNoKubeconfig(await createK8sBackend({ kubeconfig: { context: 'evals' } }).start(SPEC).catch((e: unknown) => e));
+    expectNoKubeconfig(
+      await createK8sBackend({ kubeconfig: { context: 'evals' } })
+        .start(SPEC)
+        .catch((e: unknown) => e),
+    );
   });
 
   it('preflight reports it as a failed check, and does not throw', async () => {
     const report = await createK8sBackend().preflight(SPEC);
     expect(report.ok).toBe(false);
     expect(report.checks).toEqual([
-      expect.objectContaining({ name: 'kubeconfig', status: 'fail', message: expect.stringContaining(FIX), error: expect.objectContaining({ type: 'ConfigError' }) }),
+      expect.objectContaining({
+        name: 'kubeconfig',
+        status: 'fail',
+        message: expect.stringContaining(FIX),
+        error: expect.objectContaining({ type: 'ConfigError' }),
+      }),
     ]);
   });
 
   it.skipIf(existsSync(TOKEN))('KUBERNETES_SERVICE_HOST without a mounted token is not a pod of the cluster', async () => {
     vi.stubEnv('KUBERNETES_SERVICE_HOST', '10.0.0.1');
     vi.stubEnv('KUBERNETES_SERVICE_PORT', '443');
-    const error = await createK8sBackend().start(SPEC).catch((e: unknown) => e);
+    const error = await createK8sBackend()
+      .start(SPEC)
+      .catch((e: unknown) => e);
     expectNoKubeconfig(error);
     expect((error as Error).message).toContain(`no service account token at ${TOKEN}`);
   });
@@ -94,7 +117,11 @@ describe('k8s namespace resolution', () => {
     expect(createK8sBackend({ namespace: 'evals' }).resolveTarget()).toMatchObject({ namespace: 'evals', namespaceFrom: 'options' });
     // The API is not there: the failed check still says where it asked, and why that namespace.
     const report = await backend.preflight();
-    expect(report.checks[0]).toMatchObject({ name: 'api', status: 'fail', message: expect.stringContaining(`namespace default; context "no-namespace" names no namespace: 'default' is used`) });
+    expect(report.checks[0]).toMatchObject({
+      name: 'api',
+      status: 'fail',
+      message: expect.stringContaining(`namespace default; context "no-namespace" names no namespace: 'default' is used`),
+    });
   });
 
   it("preflight's passing line names the server and the namespace it will use (the test cluster)", async () => {
@@ -102,13 +129,21 @@ describe('k8s namespace resolution', () => {
     vi.stubEnv('KUBECONFIG', ADMIN_KUBECONFIG);
     const admin = await createK8sBackend().preflight();
     const { server } = createK8sBackend().resolveTarget();
-    expect(admin.checks[0]).toEqual({ name: 'api', status: 'ok', message: `the Kubernetes API at ${server} lists pods in default (context "berth-test" names no namespace: 'default' is used)` });
+    expect(admin.checks[0]).toEqual({
+      name: 'api',
+      status: 'ok',
+      message: `the Kubernetes API at ${server} lists pods in default (context "berth-test" names no namespace: 'default' is used)`,
+    });
 
     vi.stubEnv('KUBECONFIG', undefined);
     await mkdir(join(home, '.kube'));
     await writeFile(join(home, '.kube', 'config'), await readFile(BERTH_KUBECONFIG));
     expect(createK8sBackend().resolveTarget()).toMatchObject({ server, namespace: NAMESPACE, namespaceFrom: 'context' });
     const berth = await createK8sBackend().preflight();
-    expect(berth.checks[0]).toMatchObject({ name: 'api', status: 'ok', message: `the Kubernetes API at ${server} lists pods in ${NAMESPACE} (namespace from context "berth-test")` });
+    expect(berth.checks[0]).toMatchObject({
+      name: 'api',
+      status: 'ok',
+      message: `the Kubernetes API at ${server} lists pods in ${NAMESPACE} (namespace from context "berth-test")`,
+    });
   });
 });

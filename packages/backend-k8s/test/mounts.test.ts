@@ -47,7 +47,10 @@ describe('k8s mounts', () => {
     await ctr('images', 'rm', PRIVATE).catch(() => undefined);
     const anonymous = backend().environment({ ...SPEC, mounts: [{ type: 'image', image: PRIVATE, target: '/opt/runtime' }] });
     envs.push(anonymous);
-    const error = await anonymous.start().then(() => undefined, (e: unknown) => e);
+    const error = await anonymous.start().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(ImagePullError.isInstance(error), String(error)).toBe(true);
     expect(error).toMatchObject({ reason: 'unauthorized', image: PRIVATE });
   });

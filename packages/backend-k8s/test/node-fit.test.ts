@@ -3,10 +3,15 @@ import { describe, expect, it } from 'vitest';
 import type { V1Node, V1Pod, V1Taint } from '@kubernetes/client-node';
 import { nodeMisfits, quantity, tolerates } from '../src/node-fit.js';
 
-const node = (over: Partial<{ taints: V1Taint[]; ready: string; labels: Record<string, string>; cpu: string; memory: string; unschedulable: boolean }> = {}): V1Node => ({
+const node = (
+  over: Partial<{ taints: V1Taint[]; ready: string; labels: Record<string, string>; cpu: string; memory: string; unschedulable: boolean }> = {},
+): V1Node => ({
   metadata: { name: 'n1', labels: over.labels ?? { zone: 'a' } },
   spec: { taints: over.taints ?? [], unschedulable: over.unschedulable ?? false },
-  status: { conditions: [{ type: 'Ready', status: over.ready ?? 'True', reason: 'KubeletReady' }], allocatable: { cpu: over.cpu ?? '4', memory: over.memory ?? '16Gi' } },
+  status: {
+    conditions: [{ type: 'Ready', status: over.ready ?? 'True', reason: 'KubeletReady' }],
+    allocatable: { cpu: over.cpu ?? '4', memory: over.memory ?? '16Gi' },
+  },
 });
 const pod = (spec: V1Pod['spec'] = { containers: [] }): V1Pod => ({ spec });
 
@@ -16,7 +21,12 @@ describe('nodeMisfits', () => {
   });
 
   it('names a DiskPressure taint the pod does not tolerate, and ignores PreferNoSchedule', () => {
-    const n = node({ taints: [{ key: 'node.kubernetes.io/disk-pressure', effect: 'NoSchedule' }, { key: 'soft', effect: 'PreferNoSchedule' }] });
+    const n = node({
+      taints: [
+        { key: 'node.kubernetes.io/disk-pressure', effect: 'NoSchedule' },
+        { key: 'soft', effect: 'PreferNoSchedule' },
+      ],
+    });
     expect(nodeMisfits(n, pod())).toEqual(['taint node.kubernetes.io/disk-pressure:NoSchedule not tolerated']);
     const tolerating = pod({ containers: [], tolerations: [{ key: 'node.kubernetes.io/disk-pressure', operator: 'Exists' }] });
     expect(nodeMisfits(n, tolerating)).toEqual([]);

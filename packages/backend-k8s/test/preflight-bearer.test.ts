@@ -17,12 +17,21 @@ const IDENTITY = 'refresh-Vb90-never-printed';
 /** The Kubernetes API, as much of it as preflight asks: pods listable, every access review allowed, nodes not listable. */
 const kubeApi = [
   http.get(`${API}/api/v1/namespaces/${NAMESPACE}/pods`, () => HttpResponse.json({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: [] })),
-  http.post(`${API}/apis/authorization.k8s.io/v1/selfsubjectaccessreviews`, async ({ request }) => HttpResponse.json({ ...((await request.json()) as object), status: { allowed: true } }, { status: 201 })),
-  http.get(`${API}/api/v1/nodes`, () => HttpResponse.json({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Forbidden', code: 403 }, { status: 403 })),
+  http.post(`${API}/apis/authorization.k8s.io/v1/selfsubjectaccessreviews`, async ({ request }) =>
+    HttpResponse.json({ ...((await request.json()) as object), status: { allowed: true } }, { status: 201 }),
+  ),
+  http.get(`${API}/api/v1/nodes`, () =>
+    HttpResponse.json({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Forbidden', code: 403 }, { status: 403 }),
+  ),
   // A pull secret holding an identity token for the registry, as `docker login` writes one.
   http.get(`${API}/api/v1/namespaces/${NAMESPACE}/secrets/registry-login`, () => {
     const config = { auths: { [REGISTRY]: { identitytoken: IDENTITY } } };
-    return HttpResponse.json({ kind: 'Secret', apiVersion: 'v1', metadata: { name: 'registry-login' }, data: { '.dockerconfigjson': Buffer.from(JSON.stringify(config)).toString('base64') } });
+    return HttpResponse.json({
+      kind: 'Secret',
+      apiVersion: 'v1',
+      metadata: { name: 'registry-login' },
+      data: { '.dockerconfigjson': Buffer.from(JSON.stringify(config)).toString('base64') },
+    });
   }),
 ];
 
@@ -44,11 +53,22 @@ function backend() {
 }
 
 /** The image check of a whole preflight (network 'public': the backend has no 'none'), against a registry of `options`. */
-async function imageCheck(image: EnvironmentSpecInput['image'], options: BearerRegistryOptions = {}): Promise<{ check: PreflightCheck; seen: ReturnType<typeof bearerRegistry>['seen'] }> {
-  const reg = bearerRegistry({ repos: { 'library/public-app': 'public', 'team/private-app': 'private' }, users: { alice: PASSWORD }, refreshTokens: [IDENTITY], ...options });
+async function imageCheck(
+  image: EnvironmentSpecInput['image'],
+  options: BearerRegistryOptions = {},
+): Promise<{ check: PreflightCheck; seen: ReturnType<typeof bearerRegistry>['seen'] }> {
+  const reg = bearerRegistry({
+    repos: { 'library/public-app': 'public', 'team/private-app': 'private' },
+    users: { alice: PASSWORD },
+    refreshTokens: [IDENTITY],
+    ...options,
+  });
   server.use(...reg.handlers);
   const report = await backend().preflight({ image, network: 'public' });
-  expect(report.checks.map((c) => c.name), JSON.stringify(report.checks)).toEqual(['api', 'rbac', 'spec', 'image', 'nodes']);
+  expect(
+    report.checks.map((c) => c.name),
+    JSON.stringify(report.checks),
+  ).toEqual(['api', 'rbac', 'spec', 'image', 'nodes']);
   expect(report.checks.find((c) => c.name === 'rbac')?.status).toBe('ok');
   const check = report.checks.find((c) => c.name === 'image')!;
   expect(report.ok).toBe(check.status !== 'fail');

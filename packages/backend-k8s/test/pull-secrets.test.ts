@@ -36,7 +36,7 @@ describe('k8s pull secrets', () => {
     expect(await pullSecrets()).not.toContain(made[0]);
   });
 
-  it('{ secretName } uses the namespace\'s own pull secret; without any, the pull is unauthorized', async () => {
+  it("{ secretName } uses the namespace's own pull secret; without any, the pull is unauthorized", async () => {
     await ensurePullSecret('berth-test-registry');
     await ctr('images', 'rm', PRIVATE).catch(() => undefined);
     const backend = createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, tolerations: TOLERATE_FAULT });
@@ -44,7 +44,10 @@ describe('k8s pull secrets', () => {
     envs.push(named);
     expect((await named.exec('echo named')).stdout).toBe('named\n');
     await ctr('images', 'rm', PRIVATE).catch(() => undefined);
-    const error = await backend.start({ image: PRIVATE, network: 'public' }).then(() => undefined, (e: unknown) => e);
+    const error = await backend.start({ image: PRIVATE, network: 'public' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(ImagePullError.isInstance(error) && error.reason).toBe('unauthorized');
     // The pod's state and events ride along as the cause: result.json shows what the cluster said.
     const chain = serializeError(error);
@@ -57,7 +60,15 @@ describe('k8s pull secrets', () => {
     await adminApi().createNamespacedSecret({
       namespace: NAMESPACE,
       body: {
-        metadata: { name, labels: { 'berth.managed': 'true', 'berth.pull-secret': 'true', 'berth.owner-pid': '999999', 'berth.owner-host': (await import('node:os')).hostname() } },
+        metadata: {
+          name,
+          labels: {
+            'berth.managed': 'true',
+            'berth.pull-secret': 'true',
+            'berth.owner-pid': '999999',
+            'berth.owner-host': (await import('node:os')).hostname(),
+          },
+        },
         type: 'Opaque',
         data: {},
       },
@@ -88,9 +99,18 @@ describe('k8s preflight', () => {
     const backend = createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, probeRegistries: ['127.0.0.1:5000'] });
     const named = await backend.preflight({ image: { ref: PRIVATE, auth: { secretName: 'berth-test-registry' } }, network: 'public' });
     expect(named.ok, JSON.stringify(named)).toBe(true);
-    expect(named.checks.map((c) => [c.name, c.status])).toEqual([['api', 'ok'], ['rbac', 'ok'], ['spec', 'ok'], ['image', 'ok'], ['nodes', 'warn']]);
+    expect(named.checks.map((c) => [c.name, c.status])).toEqual([
+      ['api', 'ok'],
+      ['rbac', 'ok'],
+      ['spec', 'ok'],
+      ['image', 'ok'],
+      ['nodes', 'warn'],
+    ]);
     const missing = await backend.preflight({ image: { ref: PRIVATE, auth: { secretName: 'no-such-secret' } }, network: 'public' });
-    expect(missing.checks.find((c) => c.name === 'image')).toMatchObject({ status: 'fail', message: expect.stringContaining('"no-such-secret" does not exist') });
+    expect(missing.checks.find((c) => c.name === 'image')).toMatchObject({
+      status: 'fail',
+      message: expect.stringContaining('"no-such-secret" does not exist'),
+    });
     const anonymous = await backend.preflight({ image: PRIVATE, network: 'public' });
     expect(anonymous.checks.find((c) => c.name === 'image')?.error?.details).toMatchObject({ reason: 'unauthorized' });
     // The admin's own identity in the default namespace is fine; an identity without the Role is told which verbs it lacks.

@@ -34,8 +34,15 @@ async function evictAtRandom(everyMs: number, budget: number, evicted: Set<strin
     const victim = running[Math.floor(Math.random() * running.length)]?.metadata?.name;
     if (!victim) continue;
     await api
-      .createNamespacedPodEviction({ name: victim, namespace: NAMESPACE, body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: victim, namespace: NAMESPACE } } })
-      .then(() => evicted.add(victim), () => undefined);
+      .createNamespacedPodEviction({
+        name: victim,
+        namespace: NAMESPACE,
+        body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: victim, namespace: NAMESPACE } },
+      })
+      .then(
+        () => evicted.add(victim),
+        () => undefined,
+      );
   }
 }
 
@@ -68,7 +75,9 @@ describe('k8s at scale', () => {
     const { report } = result;
     expect(report.total).toBe(TASKS);
     // On a failure, say which tasks and why (each unscored task's last failure, whole).
-    const unscored = result.tasks.filter((t) => t.status !== 'scored').map((t) => `${t.taskId}: ${t.failure?.category} ${t.failure?.type}: ${t.failure?.message}`);
+    const unscored = result.tasks
+      .filter((t) => t.status !== 'scored')
+      .map((t) => `${t.taskId}: ${t.failure?.category} ${t.failure?.type}: ${t.failure?.message}`);
     expect(report.scored, `${JSON.stringify(report.byType)}\n${unscored.join('\n')}`).toBe(TASKS);
     expect(report.valid, report.invalidReasons.join('; ')).toBe(true);
     expect(report.score?.mean).toBe(1);
@@ -80,7 +89,9 @@ describe('k8s at scale', () => {
     expect(Object.keys(report.byCategory)).toEqual(['transient_infra']);
     expect(report.taskFailures).toBe(0);
     expect(result.tasks.filter((t) => t.attempts.length > 1).length).toBeGreaterThanOrEqual(5);
-    console.log(`[k8s at scale] ${TASKS} tasks, ${report.attempts} attempts, ${evicted.size} evictions, failures by type ${JSON.stringify(report.byType)}, ${Math.round(report.durationMs / 1000)} s`);
+    console.log(
+      `[k8s at scale] ${TASKS} tasks, ${report.attempts} attempts, ${evicted.size} evictions, failures by type ${JSON.stringify(report.byType)}, ${Math.round(report.durationMs / 1000)} s`,
+    );
 
     const pods = await adminApi().listNamespacedPod({ namespace: NAMESPACE, labelSelector: ours });
     expect(pods.items.map((p) => p.metadata?.name)).toEqual([]);

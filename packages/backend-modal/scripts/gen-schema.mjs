@@ -35,7 +35,7 @@ export function renderSchema(fields) {
     const extra = Object.keys(entry).filter((k) => !['package', 'fields', 'enum'].includes(k));
     if (extra.length > 0) fail(where, `unexpected key(s) ${extra.join(', ')}`);
     if (typeof entry.package !== 'string' || !/^[a-z_][\w]*(\.[a-z_]\w*)*$/.test(entry.package)) fail(where, 'package must be a dotted lower-case name');
-    if (('fields' in entry) === ('enum' in entry)) fail(where, 'needs exactly one of "fields" (a message) or "enum"');
+    if ('fields' in entry === 'enum' in entry) fail(where, 'needs exactly one of "fields" (a message) or "enum"');
     out.push(`  ${key(name)}: {`, `    package: ${str(entry.package)},`);
     if ('fields' in entry) out.push(...messageLines(where, entry.fields));
     else out.push(...enumLines(where, entry.enum));

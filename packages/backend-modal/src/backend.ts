@@ -34,7 +34,7 @@ const CAPABILITIES: Capabilities = {
 
 const HINTS = {
   gpus: 'a count without a GPU type says too little: not claimed yet; set resources.gpus to 0',
-  networkSwitch: "a sandbox keeps the network it was made with: run the whole task with one network",
+  networkSwitch: 'a sandbox keeps the network it was made with: run the whole task with one network',
   execUser: "Modal's exec has no user: every command runs as the image's user",
   tty: "berth's Modal exec path asks for no pseudo-terminal yet: use berth exec without a terminal, or the Docker backend",
   'mounts.bind': 'upload the files after start (env.uploadDir)',
@@ -71,7 +71,11 @@ export function createModalBackend(options: ModalBackendOptions = {}): ModalBack
       const p = isBuiltImage(image) ? (await planDockerfile(image.build, options)).base : await planImage(image.ref, image.auth, options);
       if (p.named) {
         await modal().control.namedSecret(p.named.name, p.named.requiredKeys, options.environmentName);
-        return { name: 'image', status: 'ok', message: `the Modal secret "${p.named.name}" exists with ${p.named.requiredKeys.join(', ')}; the image itself is checked when Modal pulls it` };
+        return {
+          name: 'image',
+          status: 'ok',
+          message: `the Modal secret "${p.named.name}" exists with ${p.named.requiredKeys.join(', ')}; the image itself is checked when Modal pulls it`,
+        };
       }
       return await imageCheck(p.ref, p.probeWith, { backend: BACKEND, probeRegistries: options.probeRegistries, hadCredentials: p.hadCredentials });
     } catch (error) {
@@ -92,7 +96,9 @@ export function createModalBackend(options: ModalBackendOptions = {}): ModalBack
       async checkApi() {
         try {
           const appId = await modal().app();
-          return [{ name: 'api', status: 'ok', message: `Modal accepts the token (${modal().credentials.source}); app "${options.appName ?? 'berth'}" is ${appId}` }];
+          return [
+            { name: 'api', status: 'ok', message: `Modal accepts the token (${modal().credentials.source}); app "${options.appName ?? 'berth'}" is ${appId}` },
+          ];
         } catch (error) {
           return [preflightFailure('api', mapModalError(error, { operation: 'preflight' }) ?? error)];
         }

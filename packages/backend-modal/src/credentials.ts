@@ -26,7 +26,13 @@ export function resolveCredentials(options: ModalBackendOptions): ModalCredentia
   const path = options.configPath ?? env.MODAL_CONFIG_PATH ?? join(env.HOME ?? homedir(), '.modal.toml');
   const profile = readProfile(path, env.MODAL_PROFILE);
   const pick = (option: string | undefined, variable: string, key: string): [string | undefined, string] =>
-    option !== undefined ? [option, 'options'] : env[variable] ? [env[variable], variable] : profile?.values[key] !== undefined ? [profile.values[key], `${path} [${profile.name}]`] : [undefined, ''];
+    option !== undefined
+      ? [option, 'options']
+      : env[variable]
+        ? [env[variable], variable]
+        : profile?.values[key] !== undefined
+          ? [profile.values[key], `${path} [${profile.name}]`]
+          : [undefined, ''];
   const [tokenId, idSource] = pick(options.tokenId, 'MODAL_TOKEN_ID', 'token_id');
   const [tokenSecret] = pick(options.tokenSecret, 'MODAL_TOKEN_SECRET', 'token_secret');
   const [serverUrl] = pick(options.serverUrl, 'MODAL_SERVER_URL', 'server_url');

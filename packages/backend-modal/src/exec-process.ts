@@ -17,7 +17,10 @@ function isGone(error: unknown): boolean {
 
 /** Worth asking again: the stream or call was cut, the router was briefly unavailable. */
 function isTransient(error: unknown): boolean {
-  return GrpcError.isInstance(error) && ([GRPC_CODE.UNAVAILABLE, GRPC_CODE.INTERNAL, GRPC_CODE.UNKNOWN, GRPC_CODE.DEADLINE_EXCEEDED, GRPC_CODE.CANCELLED] as number[]).includes(error.code);
+  return (
+    GrpcError.isInstance(error) &&
+    ([GRPC_CODE.UNAVAILABLE, GRPC_CODE.INTERNAL, GRPC_CODE.UNKNOWN, GRPC_CODE.DEADLINE_EXCEEDED, GRPC_CODE.CANCELLED] as number[]).includes(error.code)
+  );
 }
 
 /**
@@ -97,7 +100,9 @@ export class ModalProcess implements SandboxProcess {
   async #pollOnce(): Promise<ProcessExit> {
     const exit = await this.#router.poll(this.#execId, AbortSignal.timeout(5000)).catch(() => undefined);
     if (!exit) return { code: null, interrupted: true };
-    return 'code' in exit ? { code: exit.code } : { code: 128 + exit.signal, ...(SIGNAL_NAMES.get(exit.signal) ? { signal: SIGNAL_NAMES.get(exit.signal)! } : {}) };
+    return 'code' in exit
+      ? { code: exit.code }
+      : { code: 128 + exit.signal, ...(SIGNAL_NAMES.get(exit.signal) ? { signal: SIGNAL_NAMES.get(exit.signal)! } : {}) };
   }
 
   /** A process started without stdin: close it at once, as a process would see /dev/null (Modal keeps it open until eof). */
@@ -124,10 +129,16 @@ export class ModalProcess implements SandboxProcess {
       write: (chunk: Buffer, _encoding, done) => {
         void (async () => {
           for (let at = 0; at < chunk.length; at += STDIN_CHUNK) await send(chunk.subarray(at, at + STDIN_CHUNK), false);
-        })().then(() => done(), (error: unknown) => done(error instanceof Error ? error : new Error(String(error))));
+        })().then(
+          () => done(),
+          (error: unknown) => done(error instanceof Error ? error : new Error(String(error))),
+        );
       },
       final: (done) => {
-        send(new Uint8Array(), true).then(() => done(), (error: unknown) => done(error instanceof Error ? error : new Error(String(error))));
+        send(new Uint8Array(), true).then(
+          () => done(),
+          (error: unknown) => done(error instanceof Error ? error : new Error(String(error))),
+        );
       },
       // A stdin given up on still reaches its end, so that the command is not left waiting on it.
       destroy: (error, done) => {

@@ -32,31 +32,57 @@ function isGcp(ref: ImageRef): boolean {
  * gcr.io, static otherwise); `{ aws }` keys are handed to Modal, which logs in to ECR itself.
  * Without auth, Docker's config is asked for the registry, then the pull is anonymous (PUBLIC).
  */
-export async function planImage(refText: string, auth: ImageAuth | undefined, options: ModalBackendOptions & { mirrors?: readonly MirrorRule[] }, environmentId?: string): Promise<ImagePlan> {
+export async function planImage(
+  refText: string,
+  auth: ImageAuth | undefined,
+  options: ModalBackendOptions & { mirrors?: readonly MirrorRule[] },
+  environmentId?: string,
+): Promise<ImagePlan> {
   const ctx = { operation: 'pull' as const, backend: BACKEND, ...(environmentId ? { environmentId } : {}) };
   const mirrored = mirrorImage(refText, auth && 'secretName' in auth ? undefined : auth, options.mirrors ?? []);
   const ref = mirrored.image;
   const given = auth && 'secretName' in auth ? auth : mirrored.auth;
   if (given && 'secretName' in given) {
     const requiredKeys = ref.kind === 'ecr' ? AWS_KEYS : isGcp(ref) ? GCP_KEYS : STATIC_KEYS;
-    const authType: RegistryAuthType = ref.kind === 'ecr' ? 'REGISTRY_AUTH_TYPE_AWS' : isGcp(ref) ? 'REGISTRY_AUTH_TYPE_GCP' : 'REGISTRY_AUTH_TYPE_STATIC_CREDS';
+    const authType: RegistryAuthType =
+      ref.kind === 'ecr' ? 'REGISTRY_AUTH_TYPE_AWS' : isGcp(ref) ? 'REGISTRY_AUTH_TYPE_GCP' : 'REGISTRY_AUTH_TYPE_STATIC_CREDS';
     return { ref, authType, named: { name: given.secretName, requiredKeys }, hadCredentials: true };
   }
   if (given && 'aws' in given) {
     const { accessKeyId, secretAccessKey, region, sessionToken } = given.aws;
     if (!accessKeyId || !secretAccessKey) {
-      throw new ConfigError({ ...ctx, path: 'spec.image.auth.aws', message: 'Modal logs in to ECR itself: give aws.accessKeyId and aws.secretAccessKey (and aws.region), or name a Modal secret holding AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_REGION with { secretName }' });
+      throw new ConfigError({
+        ...ctx,
+        path: 'spec.image.auth.aws',
+        message:
+          'Modal logs in to ECR itself: give aws.accessKeyId and aws.secretAccessKey (and aws.region), or name a Modal secret holding AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_REGION with { secretName }',
+      });
     }
     registerSecret(secretAccessKey);
-    const inline = { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_REGION: region ?? ref.ecr?.region ?? '', ...(sessionToken ? { AWS_SESSION_TOKEN: sessionToken } : {}) };
+    const inline = {
+      AWS_ACCESS_KEY_ID: accessKeyId,
+      AWS_SECRET_ACCESS_KEY: secretAccessKey,
+      AWS_REGION: region ?? ref.ecr?.region ?? '',
+      ...(sessionToken ? { AWS_SESSION_TOKEN: sessionToken } : {}),
+    };
     return { ref, authType: 'REGISTRY_AUTH_TYPE_AWS', inline, hadCredentials: true };
   }
   if (given && 'identityToken' in given) {
-    throw new CapabilityError({ ...ctx, capability: 'imageAuth.identityToken', message: 'Modal pulls with a username and password, an AWS or a GCP secret, not an identity token: pass { username, password } or { secretName }' });
+    throw new CapabilityError({
+      ...ctx,
+      capability: 'imageAuth.identityToken',
+      message: 'Modal pulls with a username and password, an AWS or a GCP secret, not an identity token: pass { username, password } or { secretName }',
+    });
   }
   const credential = await resolvePullCredential(ref, given, options, { ...ctx, factory: 'createModalBackend' });
   if (credential && 'username' in credential) {
-    return { ref, authType: 'REGISTRY_AUTH_TYPE_STATIC_CREDS', inline: { REGISTRY_USERNAME: credential.username, REGISTRY_PASSWORD: credential.password }, probeWith: credential, hadCredentials: true };
+    return {
+      ref,
+      authType: 'REGISTRY_AUTH_TYPE_STATIC_CREDS',
+      inline: { REGISTRY_USERNAME: credential.username, REGISTRY_PASSWORD: credential.password },
+      probeWith: credential,
+      hadCredentials: true,
+    };
   }
   return { ref, authType: 'REGISTRY_AUTH_TYPE_PUBLIC', hadCredentials: false };
 }
@@ -81,7 +107,14 @@ export class ImageBuilds {
    * The image id once Modal has it, awaiting the build (its log lines go to `onLog`). `recipe` is
    * a Dockerfile's commands (FROM first) and how a failure reads; default: `FROM <ref>` alone.
    */
-  ensure(plan: ImagePlan, appId: string, environmentName: string | undefined, onLog: (line: string) => void, signal: AbortSignal, recipe?: BuildRecipe): Promise<string> {
+  ensure(
+    plan: ImagePlan,
+    appId: string,
+    environmentName: string | undefined,
+    onLog: (line: string) => void,
+    signal: AbortSignal,
+    recipe?: BuildRecipe,
+  ): Promise<string> {
     const commands = recipe?.commands ?? [`FROM ${plan.ref.canonical}`];
     const key = JSON.stringify([commands, plan.authType, plan.named?.name ?? '', plan.inline ?? {}, recipe?.buildArgs ?? {}]);
     let build = this.#builds.get(key);
@@ -94,7 +127,15 @@ export class ImageBuilds {
     return build;
   }
 
-  async #build(plan: ImagePlan, commands: string[], recipe: BuildRecipe | undefined, appId: string, environmentName: string | undefined, onLog: (line: string) => void, signal: AbortSignal): Promise<string> {
+  async #build(
+    plan: ImagePlan,
+    commands: string[],
+    recipe: BuildRecipe | undefined,
+    appId: string,
+    environmentName: string | undefined,
+    onLog: (line: string) => void,
+    signal: AbortSignal,
+  ): Promise<string> {
     const secretId = plan.named
       ? await this.#control.namedSecret(plan.named.name, plan.named.requiredKeys, environmentName, signal)
       : plan.inline
@@ -133,4 +174,3 @@ export function imageFailure(plan: ImagePlan, result: GenericResult, lines: read
     credentialsHint: 'pass spec.image.auth ({ username, password } or { secretName } of a Modal secret)',
   });
 }
-

@@ -21,7 +21,10 @@ export function mapModalError(error: unknown, ctx: ErrorContext, opts: { sandbox
   switch (error.code) {
     case GRPC_CODE.UNAUTHENTICATED:
     case GRPC_CODE.PERMISSION_DENIED:
-      return new BackendAuthError({ ...base, message: `Modal refused berth's token (${error.codeName}): ${error.details}; check MODAL_TOKEN_ID / MODAL_TOKEN_SECRET or the active profile of ~/.modal.toml` });
+      return new BackendAuthError({
+        ...base,
+        message: `Modal refused berth's token (${error.codeName}): ${error.details}; check MODAL_TOKEN_ID / MODAL_TOKEN_SECRET or the active profile of ~/.modal.toml`,
+      });
     case GRPC_CODE.NOT_FOUND:
       if (opts.sandboxCall) return new SandboxLostError({ ...base, message: `the Modal sandbox is gone: ${error.details}`, lastState: 'not found' });
       return new ConfigError({ ...base, path: opts.path ?? 'options', message: `Modal has no such object: ${error.details}` });
@@ -30,7 +33,11 @@ export function mapModalError(error: unknown, ctx: ErrorContext, opts: { sandbox
     case GRPC_CODE.OUT_OF_RANGE:
       return new ConfigError({ ...base, path: opts.path ?? 'spec', message: `Modal refused the request (${error.codeName}): ${error.details}` });
     case GRPC_CODE.RESOURCE_EXHAUSTED:
-      return new BackendUnavailableError({ ...base, message: `Modal's limits were reached: ${error.details}`, ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}) });
+      return new BackendUnavailableError({
+        ...base,
+        message: `Modal's limits were reached: ${error.details}`,
+        ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
+      });
     default:
       return new BackendUnavailableError({ ...base, message: `Modal's API failed (${error.codeName ?? error.code}): ${error.details}` });
   }

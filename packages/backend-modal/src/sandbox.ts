@@ -1,6 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { ConfigError, SandboxLostError, isBuiltImage, type EnvironmentSpec, type Operation } from '@berth/core';
-import { keepAliveCommand, probeImage, pullFailure, refuseExecUser, throwIfAborted, type CreateContext, type ProcessRequest, type SandboxProcess, type SandboxStatus, type SandboxTransport } from '@berth/core/backend-kit';
+import {
+  keepAliveCommand,
+  probeImage,
+  pullFailure,
+  refuseExecUser,
+  throwIfAborted,
+  type CreateContext,
+  type ProcessRequest,
+  type SandboxProcess,
+  type SandboxStatus,
+  type SandboxTransport,
+} from '@berth/core/backend-kit';
 import { BACKEND } from './credentials.js';
 import { ModalProcess } from './exec-process.js';
 import type { BuildRecipe, ImagePlan } from './image.js';
@@ -60,7 +71,11 @@ export class ModalSandbox implements SandboxTransport {
     const { image: plan, recipe } = await this.#plan;
     try {
       appId = await this.#shared.app(ctx.signal);
-      ctx.progress(recipe ? { phase: 'building', status: 'building the Dockerfile on Modal' } : { phase: 'pulling', status: `building the image FROM ${plan.ref.canonical} on Modal` });
+      ctx.progress(
+        recipe
+          ? { phase: 'building', status: 'building the Dockerfile on Modal' }
+          : { phase: 'pulling', status: `building the image FROM ${plan.ref.canonical} on Modal` },
+      );
       const context = isBuiltImage(this.#spec.image) ? this.#spec.image.build.context : undefined;
       const onLog = (line: string) => ctx.progress(context !== undefined ? { build: { context, line } } : { status: line });
       imageId = await this.#shared.images.ensure(plan, appId, options.environmentName, onLog, ctx.signal, recipe);
@@ -135,11 +150,21 @@ export class ModalSandbox implements SandboxTransport {
           cause: new Error(text),
         });
       }
-      const why = probe?.ok ? 'the image is pullable with the credentials given, so Modal failed to load the container' : 'whether the image is pullable could not be asked';
-      return new SandboxLostError({ ...this.#ctx('start'), message: `the sandbox's container could not be loaded (${text}); ${why}`, lastState: String(result.status) });
+      const why = probe?.ok
+        ? 'the image is pullable with the credentials given, so Modal failed to load the container'
+        : 'whether the image is pullable could not be asked';
+      return new SandboxLostError({
+        ...this.#ctx('start'),
+        message: `the sandbox's container could not be loaded (${text}); ${why}`,
+        lastState: String(result.status),
+      });
     }
     if (result.status === 'GENERIC_STATUS_FAILURE') {
-      return new ConfigError({ ...this.#ctx('start'), path: 'spec.image', message: `the sandbox ended right after starting (${text}, exit ${result.exitcode ?? '?'}): berth needs /bin/sh in the image` });
+      return new ConfigError({
+        ...this.#ctx('start'),
+        path: 'spec.image',
+        message: `the sandbox ended right after starting (${text}, exit ${result.exitcode ?? '?'}): berth needs /bin/sh in the image`,
+      });
     }
     return new SandboxLostError({ ...this.#ctx('start'), message: `the sandbox ended before it ran (${text})`, lastState: String(result.status) });
   }
@@ -156,7 +181,8 @@ export class ModalSandbox implements SandboxTransport {
     if (!result) return { running: true };
     const status = String(result.status).replace(/^GENERIC_STATUS_/, '');
     // The keep-alive exits 0 when timeouts.lifetimeMs runs out; Modal's own timeout says TIMEOUT.
-    const lifetimeExpired = result.status === 'GENERIC_STATUS_TIMEOUT' || (result.status === 'GENERIC_STATUS_SUCCESS' && this.#spec.timeouts.lifetimeMs !== undefined);
+    const lifetimeExpired =
+      result.status === 'GENERIC_STATUS_TIMEOUT' || (result.status === 'GENERIC_STATUS_SUCCESS' && this.#spec.timeouts.lifetimeMs !== undefined);
     return { running: false, reason: result.exception ? `${status}: ${result.exception}` : status, lifetimeExpired };
   }
 
@@ -213,7 +239,12 @@ export class ModalSandbox implements SandboxTransport {
     const process = new ModalProcess(router, writer, true);
     await new Promise<void>((resolve, reject) => process.stdin!.end(Buffer.from(script), (error?: Error | null) => (error ? reject(error) : resolve())));
     const exit = await process.exit;
-    if (exit.code !== 0) throw new ConfigError({ ...this.#ctx('exec'), path: 'command', message: `the command line is too long for Modal (${argvBytes(argv)} bytes) and could not be written to ${path} in the sandbox` });
+    if (exit.code !== 0)
+      throw new ConfigError({
+        ...this.#ctx('exec'),
+        path: 'command',
+        message: `the command line is too long for Modal (${argvBytes(argv)} bytes) and could not be written to ${path} in the sandbox`,
+      });
     return ['/bin/sh', path];
   }
 

@@ -19,7 +19,12 @@ export class ModalShared {
     this.options = options;
     this.credentials = resolveCredentials(options);
     const endpoint = { origin: new URL(this.credentials.serverUrl).origin, ...(options.ca ? { ca: options.ca } : {}) };
-    this.control = new ControlPlane(this.transport, { endpoint, tokenId: this.credentials.tokenId, tokenSecret: this.credentials.tokenSecret, clientVersion: CLIENT_VERSION });
+    this.control = new ControlPlane(this.transport, {
+      endpoint,
+      tokenId: this.credentials.tokenId,
+      tokenSecret: this.credentials.tokenSecret,
+      clientVersion: CLIENT_VERSION,
+    });
     this.images = new ImageBuilds(this.control);
   }
 

@@ -10,7 +10,14 @@ import { createModalBackend } from '@berth/backend-modal';
 import { ModalSimulator } from './sim/index.js';
 
 const sim = await ModalSimulator.start();
-const backend = createModalBackend({ serverUrl: sim.url, ca: sim.ca, tokenId: sim.tokenId, tokenSecret: sim.tokenSecret, probeRegistries: ['127.0.0.1:5000'], modalConfigEnv: {} });
+const backend = createModalBackend({
+  serverUrl: sim.url,
+  ca: sim.ca,
+  tokenId: sim.tokenId,
+  tokenSecret: sim.tokenSecret,
+  probeRegistries: ['127.0.0.1:5000'],
+  modalConfigEnv: {},
+});
 const dirs: string[] = [];
 afterAll(async () => {
   await backend.close();
@@ -24,12 +31,20 @@ async function context(dockerfile: string): Promise<string> {
   await writeFile(join(dir, 'Dockerfile'), dockerfile);
   return dir;
 }
-const failure = (p: Promise<unknown>) => p.then(() => { throw new Error('expected a failure'); }, (e: unknown) => e);
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (e: unknown) => e,
+  );
 
 describe('Dockerfile builds on Modal (simulated)', () => {
   it("runs the Dockerfile's commands on its base image; the build log arrives as build events", async () => {
     const nonce = randomBytes(4).toString('hex');
-    const dir = await context(`# a task image\nFROM berth-test/busybox:latest\nENV GREETING=hello\nRUN echo built-${nonce} > /built.txt && \\\n    echo two >> /built.txt\n`);
+    const dir = await context(
+      `# a task image\nFROM berth-test/busybox:latest\nENV GREETING=hello\nRUN echo built-${nonce} > /built.txt && \\\n    echo two >> /built.txt\n`,
+    );
     const env = backend.environment({ image: { build: { context: dir } } });
     const lines: BuildProgress[] = [];
     env.events.on('build', (p) => lines.push(p));

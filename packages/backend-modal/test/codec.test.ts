@@ -227,7 +227,7 @@ describe('types the schema does not define', () => {
     expect(decodeMessage('RPCStatus', encodeMessage('RPCStatus', { code: 8, details }))).toStrictEqual({ code: 8, details });
   });
 
-  it('are numbers when they arrive as a varint: an enum, as ImageGetOrCreateRequest.namespace from Modal\'s SDK', () => {
+  it("are numbers when they arrive as a varint: an enum, as ImageGetOrCreateRequest.namespace from Modal's SDK", () => {
     const sdk = unhex('2204 61702d31 4001 4a07 323032352e3036'); // app_id, namespace: WORKSPACE (1), builder_version
     expect(decodeMessage('ImageGetOrCreateRequest', sdk)).toStrictEqual({ app_id: 'ap-1', namespace: 1, builder_version: '2025.06' });
     expect(hex(encodeMessage('ImageGetOrCreateRequest', { app_id: 'ap-1', namespace: 1, builder_version: '2025.06' }))).toBe(hex(sdk));
@@ -389,7 +389,10 @@ describe('text format parser', () => {
   });
 
   it('reads lists, numbers in other bases, and enum numbers', () => {
-    const parsed = parseTextFormat('Sandbox', 'entrypoint_args: ["a", "b"] timeout_secs: 0x10 idle_timeout_secs: 010 network_access < network_access_type: 2 >');
+    const parsed = parseTextFormat(
+      'Sandbox',
+      'entrypoint_args: ["a", "b"] timeout_secs: 0x10 idle_timeout_secs: 010 network_access < network_access_type: 2 >',
+    );
     expect(parsed).toStrictEqual({ entrypoint_args: ['a', 'b'], timeout_secs: 16, idle_timeout_secs: 8, network_access: { network_access_type: 'BLOCKED' } });
     expect(parseTextFormat('TaskExecStdioReadRequest', 'offset: 18446744073709551615')).toStrictEqual({ offset: 2n ** 64n - 1n });
   });

@@ -25,7 +25,14 @@ describeBackendConformance({
   name: 'modal',
   variant: 'simulator',
   createBackend: () => {
-    const backend = createModalBackend({ serverUrl: sim.url, ca: sim.ca, tokenId: sim.tokenId, tokenSecret: sim.tokenSecret, probeRegistries: ['127.0.0.1:5000'], modalConfigEnv: {} });
+    const backend = createModalBackend({
+      serverUrl: sim.url,
+      ca: sim.ca,
+      tokenId: sim.tokenId,
+      tokenSecret: sim.tokenSecret,
+      probeRegistries: ['127.0.0.1:5000'],
+      modalConfigEnv: {},
+    });
     backends.push(backend);
     return backend;
   },
@@ -40,8 +47,15 @@ describeBackendConformance({
   faults: {
     // The container killed under Modal, as a worker failure would.
     kill: async (env) => {
-      for (const c of await containers([`modal.tag.berth.environment=${env.id}`])) await docker.getContainer(c.Id).kill().catch(() => undefined);
+      for (const c of await containers([`modal.tag.berth.environment=${env.id}`]))
+        await docker
+          .getContainer(c.Id)
+          .kill()
+          .catch(() => undefined);
     },
-    listLeftovers: async () => (await containers([`modal.tag.berth.session=${SESSION_ID}`, `modal.tag.berth.owner-pid=${process.pid}`])).map((c) => c.Labels['modal.tag.berth.environment'] ?? c.Id),
+    listLeftovers: async () =>
+      (await containers([`modal.tag.berth.session=${SESSION_ID}`, `modal.tag.berth.owner-pid=${process.pid}`])).map(
+        (c) => c.Labels['modal.tag.berth.environment'] ?? c.Id,
+      ),
   },
 });

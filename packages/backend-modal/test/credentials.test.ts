@@ -29,9 +29,22 @@ describe('resolveCredentials', () => {
   it('options first, then MODAL_TOKEN_ID / MODAL_TOKEN_SECRET, then the active profile', () => {
     const configPath = toml(PROFILES);
     const env = { MODAL_TOKEN_ID: 'ak-env', MODAL_TOKEN_SECRET: 'as-env' };
-    expect(resolveCredentials({ tokenId: 'ak-opt', tokenSecret: 'as-opt', modalConfigEnv: env, configPath })).toMatchObject({ tokenId: 'ak-opt', tokenSecret: 'as-opt', source: 'options' });
-    expect(resolveCredentials({ modalConfigEnv: env, configPath })).toMatchObject({ tokenId: 'ak-env', tokenSecret: 'as-env', source: 'MODAL_TOKEN_ID', serverUrl: 'https://modal.internal:8443' });
-    expect(resolveCredentials({ modalConfigEnv: {}, configPath })).toMatchObject({ tokenId: 'ak-work', tokenSecret: 'as-work', serverUrl: 'https://modal.internal:8443' });
+    expect(resolveCredentials({ tokenId: 'ak-opt', tokenSecret: 'as-opt', modalConfigEnv: env, configPath })).toMatchObject({
+      tokenId: 'ak-opt',
+      tokenSecret: 'as-opt',
+      source: 'options',
+    });
+    expect(resolveCredentials({ modalConfigEnv: env, configPath })).toMatchObject({
+      tokenId: 'ak-env',
+      tokenSecret: 'as-env',
+      source: 'MODAL_TOKEN_ID',
+      serverUrl: 'https://modal.internal:8443',
+    });
+    expect(resolveCredentials({ modalConfigEnv: {}, configPath })).toMatchObject({
+      tokenId: 'ak-work',
+      tokenSecret: 'as-work',
+      serverUrl: 'https://modal.internal:8443',
+    });
   });
 
   it('MODAL_PROFILE picks a profile; a single profile needs no active flag; the server defaults to Modal', () => {

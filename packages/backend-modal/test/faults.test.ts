@@ -15,7 +15,15 @@ const envs: Environment[] = [];
 const backends: Array<{ close(): Promise<void> }> = [];
 
 function backend(extra: Partial<ModalBackendOptions> = {}) {
-  const b = createModalBackend({ serverUrl: sim.url, ca: sim.ca, tokenId: sim.tokenId, tokenSecret: sim.tokenSecret, probeRegistries: ['127.0.0.1:5000'], modalConfigEnv: {}, ...extra });
+  const b = createModalBackend({
+    serverUrl: sim.url,
+    ca: sim.ca,
+    tokenId: sim.tokenId,
+    tokenSecret: sim.tokenSecret,
+    probeRegistries: ['127.0.0.1:5000'],
+    modalConfigEnv: {},
+    ...extra,
+  });
   backends.push(b);
   return b;
 }
@@ -24,10 +32,18 @@ async function started(spec: Parameters<ReturnType<typeof backend>['start']>[0] 
   envs.push(env);
   return env;
 }
-const failure = (p: Promise<unknown>) => p.then(() => { throw new Error('expected a failure'); }, (e: unknown) => e);
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (e: unknown) => e,
+  );
 /** The sandbox id behind an environment, from the simulator's containers (tagged with berth's labels). */
 async function sandboxOf(env: Environment): Promise<string> {
-  const out = execFileSync('docker', ['ps', '--filter', `label=modal.tag.berth.environment=${env.id}`, '--format', '{{.Label "berth.modal-sim"}}']).toString().trim();
+  const out = execFileSync('docker', ['ps', '--filter', `label=modal.tag.berth.environment=${env.id}`, '--format', '{{.Label "berth.modal-sim"}}'])
+    .toString()
+    .trim();
   expect(out).toMatch(/^sb-/);
   return out;
 }
@@ -107,7 +123,7 @@ describe('Modal faults through the simulator', () => {
     await expect(again).resolves.toMatchObject({ exitCode: 0, stdout: 'rst\n' });
   });
 
-  it("a container that cannot be loaded (FetchSpec failed) whose image is pullable is transient; one whose image is gone is ImagePullError not_found", async () => {
+  it('a container that cannot be loaded (FetchSpec failed) whose image is pullable is transient; one whose image is gone is ImagePullError not_found', async () => {
     sim.faults.fetchSpecFailure(1);
     const error = await failure(backend().start({ image: { ref: PRIVATE, auth: AUTH } }));
     expect(SandboxLostError.isInstance(error), String(error)).toBe(true);
@@ -121,7 +137,14 @@ describe('Modal faults through the simulator', () => {
     await new Promise((resolve, reject) => docker.modem.followProgress(pushed, (error: Error | null) => (error ? reject(error) : resolve(undefined))));
     const b = backend();
     await started({ image: { ref: tag, auth: AUTH } }, b);
-    const digest = execFileSync('curl', ['-sfI', '-u', 'berth:berth-test-secret', '-H', 'Accept: application/vnd.docker.distribution.manifest.v2+json', `http://${tag.replace(/:([^:]+)$/, '').replace('127.0.0.1:5000/', '127.0.0.1:5000/v2/')}/manifests/${tag.split(':').pop()}`]).toString();
+    const digest = execFileSync('curl', [
+      '-sfI',
+      '-u',
+      'berth:berth-test-secret',
+      '-H',
+      'Accept: application/vnd.docker.distribution.manifest.v2+json',
+      `http://${tag.replace(/:([^:]+)$/, '').replace('127.0.0.1:5000/', '127.0.0.1:5000/v2/')}/manifests/${tag.split(':').pop()}`,
+    ]).toString();
     const ref = /docker-content-digest:\s*(\S+)/i.exec(digest)?.[1];
     execFileSync('curl', ['-sf', '-X', 'DELETE', '-u', 'berth:berth-test-secret', `http://127.0.0.1:5000/v2/berth/vanishing/manifests/${ref}`]);
     execFileSync('docker', ['rmi', tag], { stdio: 'ignore' });

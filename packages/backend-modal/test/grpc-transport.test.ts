@@ -51,7 +51,11 @@ afterAll(async () => {
 
 const endpoint = () => ({ origin, ca: testCa().ca });
 const call = (path: string, extra: Partial<{ idleTimeoutMs: number; signal: AbortSignal }> = {}) => ({ path, metadata: { 'x-test': 'yes' }, ...extra });
-const failure = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e);
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
 
 describe('GrpcTransport over undici HTTP/2', () => {
   it('a unary call: the framed request arrives with gRPC headers, the message and OK trailers come back', async () => {
@@ -68,7 +72,10 @@ describe('GrpcTransport over undici HTTP/2', () => {
 
   it('a trailers-only error: the code, and the message percent-decoded', async () => {
     routes.set('/t.S/Missing', (stream) => {
-      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '5', 'grpc-message': 'Sandbox%20sb-1%20not%20found%20%E2%9C%97' }, { endStream: true });
+      stream.respond(
+        { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '5', 'grpc-message': 'Sandbox%20sb-1%20not%20found%20%E2%9C%97' },
+        { endStream: true },
+      );
     });
     const error = await failure(transport.unary(endpoint(), call('/t.S/Missing'), new Uint8Array()));
     expect(GrpcError.isInstance(error)).toBe(true);
@@ -78,12 +85,25 @@ describe('GrpcTransport over undici HTTP/2', () => {
   it("RESOURCE_EXHAUSTED carries the server's retry hint from grpc-status-details-bin", async () => {
     const codec = createCodec({
       Any: { package: 'berth.wire', fields: { type_url: { number: 1, type: 'string' }, value: { number: 2, type: 'bytes' } } },
-      Status: { package: 'berth.wire', fields: { code: { number: 1, type: 'int32' }, message: { number: 2, type: 'string' }, details: { number: 3, type: 'Any', label: 'repeated' } } },
+      Status: {
+        package: 'berth.wire',
+        fields: { code: { number: 1, type: 'int32' }, message: { number: 2, type: 'string' }, details: { number: 3, type: 'Any', label: 'repeated' } },
+      },
       RetryPolicy: { package: 'berth.wire', fields: { retry_after_secs: { number: 1, type: 'float' } } },
     } as const);
     const policy = codec.encode('RetryPolicy', { retry_after_secs: 1.5 });
-    const status = codec.encode('Status', { code: 8, message: 'rate limit', details: [{ type_url: 'type.googleapis.com/modal.client.RPCRetryPolicy', value: policy }] });
-    routes.set('/t.S/Limited', (stream) => answer(stream, [], { 'grpc-status': '8', 'grpc-message': 'Sandbox creation rate limit exceeded', 'grpc-status-details-bin': Buffer.from(status).toString('base64').replace(/=+$/, '') }));
+    const status = codec.encode('Status', {
+      code: 8,
+      message: 'rate limit',
+      details: [{ type_url: 'type.googleapis.com/modal.client.RPCRetryPolicy', value: policy }],
+    });
+    routes.set('/t.S/Limited', (stream) =>
+      answer(stream, [], {
+        'grpc-status': '8',
+        'grpc-message': 'Sandbox creation rate limit exceeded',
+        'grpc-status-details-bin': Buffer.from(status).toString('base64').replace(/=+$/, ''),
+      }),
+    );
     const error = await failure(transport.unary(endpoint(), call('/t.S/Limited'), new Uint8Array()));
     expect(error).toMatchObject({ code: GRPC_CODE.RESOURCE_EXHAUSTED, retryAfterMs: 1500 });
   });
@@ -148,13 +168,21 @@ describe('GrpcTransport over undici HTTP/2', () => {
     routes.set('/t.S/Trailers', (stream) => answer(stream, [Buffer.from('x')], { 'grpc-status': '3', 'grpc-message': 'bad' }));
     const client = new Client(origin, { allowH2: true, connect: { ca: testCa().ca } });
     try {
-      const res = await client.request({ path: '/t.S/Trailers', method: 'POST', headers: { 'content-type': 'application/grpc', te: 'trailers' }, body: frame(new Uint8Array()) });
+      const res = await client.request({
+        path: '/t.S/Trailers',
+        method: 'POST',
+        headers: { 'content-type': 'application/grpc', te: 'trailers' },
+        body: frame(new Uint8Array()),
+      });
       await res.body.arrayBuffer();
       expect(res.trailers['grpc-status']).toBeUndefined();
     } finally {
       await client.close();
     }
     // The same answer through the transport: the status is there.
-    await expect(transport.unary(endpoint(), call('/t.S/Trailers'), new Uint8Array())).rejects.toMatchObject({ code: GRPC_CODE.INVALID_ARGUMENT, details: 'bad' });
+    await expect(transport.unary(endpoint(), call('/t.S/Trailers'), new Uint8Array())).rejects.toMatchObject({
+      code: GRPC_CODE.INVALID_ARGUMENT,
+      details: 'bad',
+    });
   });
 });

@@ -26,6 +26,9 @@ describe('long command lines on Modal (simulated)', () => {
     await expect(env.exec('ls -a /tmp | grep -c berth-cmd || true')).resolves.toMatchObject({ stdout: '0\n' });
     // A shell string that long goes the same way. (Linux itself takes at most 128 KiB per argument.)
     const words = ARG_LIMIT + 20_000;
-    await expect(env.exec(`echo ${'b'.repeat(words)} | wc -c`)).resolves.toMatchObject({ exitCode: 0, stdout: expect.stringMatching(new RegExp(`^\\s*${words + 1}\\s*$`)) });
+    await expect(env.exec(`echo ${'b'.repeat(words)} | wc -c`)).resolves.toMatchObject({
+      exitCode: 0,
+      stdout: expect.stringMatching(new RegExp(`^\\s*${words + 1}\\s*$`)),
+    });
   });
 });

@@ -29,7 +29,8 @@ afterEach(() => {
 });
 afterAll(() => server.close());
 
-const backend = () => createModalBackend({ serverUrl: 'https://modal.example.test', tokenId: 'ak-test', tokenSecret: 'as-test', modalConfigEnv: {}, dockerConfigEnv: {} });
+const backend = () =>
+  createModalBackend({ serverUrl: 'https://modal.example.test', tokenId: 'ak-test', tokenSecret: 'as-test', modalConfigEnv: {}, dockerConfigEnv: {} });
 
 function registry(options: BearerRegistryOptions = {}) {
   const reg = bearerRegistry({ repos: { 'library/public-app': 'public', 'team/private-app': 'private' }, users: { alice: PASSWORD }, ...options });
@@ -50,7 +51,11 @@ async function imageCheck(image: EnvironmentSpecInput['image'], options: BearerR
 
 describe('Modal preflight: the image check on a Bearer registry', () => {
   it('a public image: ok, pullable anonymously', async () => {
-    expect(await imageCheck(`${REGISTRY}/library/public-app:1.0`)).toEqual({ name: 'image', status: 'ok', message: `${REGISTRY}/library/public-app:1.0 is pullable anonymously` });
+    expect(await imageCheck(`${REGISTRY}/library/public-app:1.0`)).toEqual({
+      name: 'image',
+      status: 'ok',
+      message: `${REGISTRY}/library/public-app:1.0 is pullable anonymously`,
+    });
   });
 
   it('unauthorized: a private image and no credentials fails, saying none were found', async () => {
@@ -101,22 +106,41 @@ describe('Modal start: a container that could not be loaded, asked of a Bearer r
   beforeEach(() => {
     vi.spyOn(ImageBuilds.prototype, 'ensure').mockResolvedValue('im-test');
     vi.spyOn(ControlPlane.prototype, 'sandboxCreate').mockResolvedValue('sb-test');
-    vi.spyOn(ControlPlane.prototype, 'sandboxTaskId').mockResolvedValue({ result: { status: 'GENERIC_STATUS_INIT_FAILURE', exception: 'FetchSpec failed: loading container: file does not exist' } });
+    vi.spyOn(ControlPlane.prototype, 'sandboxTaskId').mockResolvedValue({
+      result: { status: 'GENERIC_STATUS_INIT_FAILURE', exception: 'FetchSpec failed: loading container: file does not exist' },
+    });
     vi.spyOn(ControlPlane.prototype, 'sandboxTerminate').mockResolvedValue(undefined);
   });
-  const startFailure = (image: EnvironmentSpecInput['image']) => backend().start({ image }).then(() => { throw new Error('expected the start to fail'); }, (e: unknown) => e);
+  const startFailure = (image: EnvironmentSpecInput['image']) =>
+    backend()
+      .start({ image })
+      .then(
+        () => {
+          throw new Error('expected the start to fail');
+        },
+        (e: unknown) => e,
+      );
 
   it('a 429 with Retry-After: ImagePullError rate_limited, carrying the wait for the retry', async () => {
     registry({ manifestAnswer: () => new HttpResponse(null, { status: 429, headers: { 'retry-after': '45' } }) });
     const error = await startFailure(PRIVATE);
     expect(ImagePullError.isInstance(error), String(error)).toBe(true);
-    expect(error).toMatchObject({ reason: 'rate_limited', retryAfterMs: 45_000, retryable: true, message: expect.stringContaining('toomanyrequests: retry after 45 s') });
+    expect(error).toMatchObject({
+      reason: 'rate_limited',
+      retryAfterMs: 45_000,
+      retryable: true,
+      message: expect.stringContaining('toomanyrequests: retry after 45 s'),
+    });
   });
 
   it('unauthorized: ImagePullError unauthorized, with how to pass credentials on Modal', async () => {
     registry();
     const error = await startFailure(PRIVATE);
-    expect(error).toMatchObject({ reason: 'unauthorized', retryable: false, message: expect.stringContaining('pass spec.image.auth ({ username, password } or { secretName } of a Modal secret)') });
+    expect(error).toMatchObject({
+      reason: 'unauthorized',
+      retryable: false,
+      message: expect.stringContaining('pass spec.image.auth ({ username, password } or { secretName } of a Modal secret)'),
+    });
   });
 
   it('a malformed challenge: the registry cannot be asked, so Modal is blamed (transient), and the challenge is not read as "unauthorized"', async () => {

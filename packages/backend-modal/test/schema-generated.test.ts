@@ -37,7 +37,9 @@ describe('the generator', () => {
       'Outer.Kind': { package: 'p.q', enum: { KIND_UNSPECIFIED: 0, KIND_A: 1 } },
       Empty: { package: 'p.q', fields: {} },
     });
-    expect(text).toContain("  Outer: {\n    package: 'p.q',\n    fields: {\n      a: { number: 1, type: 'Outer.Kind', label: 'repeated' },\n      b: { number: 2, type: 'string', oneof: 'x' },\n    },\n  },");
+    expect(text).toContain(
+      "  Outer: {\n    package: 'p.q',\n    fields: {\n      a: { number: 1, type: 'Outer.Kind', label: 'repeated' },\n      b: { number: 2, type: 'string', oneof: 'x' },\n    },\n  },",
+    );
     expect(text).toContain("  'Outer.Kind': {\n    package: 'p.q',\n    enum: {\n      KIND_UNSPECIFIED: 0,\n      KIND_A: 1,\n    },\n  },");
     expect(text).toContain("  Empty: {\n    package: 'p.q',\n    fields: {},\n  },");
     expect(text).toMatch(/^\/\/ GENERATED from fields\.json by scripts\/gen-schema\.mjs: do not edit\./);

@@ -14,7 +14,14 @@ const TASKS = Array.from({ length: 50 }, (_, i) => `task-${String(i).padStart(2,
 const PRIVATE = '127.0.0.1:5000/berth/private-busybox:latest';
 const sim = await ModalSimulator.start();
 sim.addSecret('registry-pull', { REGISTRY_USERNAME: 'berth', REGISTRY_PASSWORD: 'berth-test-secret' });
-const backend = createModalBackend({ serverUrl: sim.url, ca: sim.ca, tokenId: sim.tokenId, tokenSecret: sim.tokenSecret, probeRegistries: ['127.0.0.1:5000'], modalConfigEnv: {} });
+const backend = createModalBackend({
+  serverUrl: sim.url,
+  ca: sim.ca,
+  tokenId: sim.tokenId,
+  tokenSecret: sim.tokenSecret,
+  probeRegistries: ['127.0.0.1:5000'],
+  modalConfigEnv: {},
+});
 const dir = await mkdtemp(join(tmpdir(), 'berth-seed-004-'));
 await writeFile(join(dir, 'test.sh'), 'echo 1 > /tmp/reward.txt\n');
 afterAll(async () => {
@@ -41,7 +48,10 @@ describe('seed 004 on the Modal simulator', () => {
   it('without a secret: preflight fails on the image, and every task is one permanent ImagePullError naming it, never retried', async () => {
     const preflight = await backend.preflight({ image: PRIVATE });
     expect(preflight.ok).toBe(false);
-    expect(preflight.checks.find((c) => c.name === 'image')).toMatchObject({ status: 'fail', error: { type: 'ImagePullError', details: { reason: 'unauthorized' } } });
+    expect(preflight.checks.find((c) => c.name === 'image')).toMatchObject({
+      status: 'fail',
+      error: { type: 'ImagePullError', details: { reason: 'unauthorized' } },
+    });
 
     const { report, tasks } = await run(undefined);
     expect(report).toMatchObject({ total: 50, scored: 0, valid: false });

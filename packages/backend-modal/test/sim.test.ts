@@ -47,7 +47,11 @@ const simContainers = async (value?: string) =>
   docker.listContainers({ all: true, filters: { label: [value ? `${SIM_LABEL}=${value}` : SIM_LABEL, `berth.owner-pid=${process.pid}`] } });
 
 describe('simulator codec', () => {
-  const vectors = JSON.parse(readFileSync(new URL('./fixtures/vectors.json', import.meta.url), 'utf8')) as Array<{ message: string; text: string; hex: string }>;
+  const vectors = JSON.parse(readFileSync(new URL('./fixtures/vectors.json', import.meta.url), 'utf8')) as Array<{
+    message: string;
+    text: string;
+    hex: string;
+  }>;
   const codec = SimCodec.load();
   it.each(vectors.map((v) => [`${v.message} ${v.text.slice(0, 50)}`, v] as const))('matches protoc: %s', (_, v) => {
     const name = v.message.replace(/^modal\.(client|task_command_router)\./, '');
@@ -90,9 +94,10 @@ describe('control plane', () => {
 });
 
 describe('images', () => {
-  const ephemeral = async (env: Record<string, string>) => String((await h.ok('SecretGetOrCreate', { object_creation_type: 'OBJECT_CREATION_TYPE_EPHEMERAL', env_dict: env })).secret_id);
+  const ephemeral = async (env: Record<string, string>) =>
+    String((await h.ok('SecretGetOrCreate', { object_creation_type: 'OBJECT_CREATION_TYPE_EPHEMERAL', env_dict: env })).secret_id);
 
-  it('a private image without credentials fails with the registry\'s words', async () => {
+  it("a private image without credentials fails with the registry's words", async () => {
     const { imageId, result } = await h.build(appId, [`FROM ${PRIVATE}:latest`], { registry_auth_type: 'REGISTRY_AUTH_TYPE_PUBLIC' });
     expect(result.status).toBe('GENERIC_STATUS_FAILURE');
     expect(result.exception).toMatch(new RegExp(`^Image build for ${imageId} failed with the exception:\\n`));
@@ -101,7 +106,10 @@ describe('images', () => {
 
   it('a STATIC_CREDS secret without the registry keys is refused at ImageGetOrCreate', async () => {
     const secretId = await ephemeral({ OTHER: 'x' });
-    const r = await h.cp('ImageGetOrCreate', { app_id: appId, image: { dockerfile_commands: [`FROM ${PRIVATE}:latest`], image_registry_config: { registry_auth_type: STATIC, secret_id: secretId } } });
+    const r = await h.cp('ImageGetOrCreate', {
+      app_id: appId,
+      image: { dockerfile_commands: [`FROM ${PRIVATE}:latest`], image_registry_config: { registry_auth_type: STATIC, secret_id: secretId } },
+    });
     expect(r.code).toBe(Code.FAILED_PRECONDITION);
     expect(r.message).toMatch(/REGISTRY_USERNAME, REGISTRY_PASSWORD/);
   });
@@ -111,7 +119,10 @@ describe('images', () => {
     const first = await h.build(appId, [`FROM ${PRIVATE}:latest`], registry);
     expect(first.result).toEqual({ status: 'GENERIC_STATUS_SUCCESS' });
     expect(first.entries.map((e) => (e.task_logs as Array<{ data: string }>)[0]?.data).join('')).toContain(`Pulling ${PRIVATE}:latest`);
-    const again = await h.ok('ImageGetOrCreate', { app_id: appId, image: { dockerfile_commands: [`FROM ${PRIVATE}:latest`], image_registry_config: registry } });
+    const again = await h.ok('ImageGetOrCreate', {
+      app_id: appId,
+      image: { dockerfile_commands: [`FROM ${PRIVATE}:latest`], image_registry_config: registry },
+    });
     expect(again).toEqual({ image_id: first.imageId, result: { status: 'GENERIC_STATUS_SUCCESS' } });
     const joined = await h.cp('ImageJoinStreaming', { image_id: first.imageId, timeout: 5 });
     expect(joined.messages).toHaveLength(1);
@@ -170,19 +181,29 @@ describe('sandboxes', () => {
     const containers = await simContainers(id);
     expect(containers).toHaveLength(1);
     const info = await docker.getContainer(containers[0]?.Id ?? '').inspect();
-    expect(info.Config.Labels).toMatchObject({ 'berth.managed': 'true', 'berth.session': process.env.BERTH_SESSION ?? 'sim', 'berth.owner-pid': String(process.pid), 'modal.tag.berth.task': 'sim-1' });
+    expect(info.Config.Labels).toMatchObject({
+      'berth.managed': 'true',
+      'berth.session': process.env.BERTH_SESSION ?? 'sim',
+      'berth.owner-pid': String(process.pid),
+      'modal.tag.berth.task': 'sim-1',
+    });
     expect(info.HostConfig).toMatchObject({ NetworkMode: 'none', Memory: 64 * 1024 * 1024, NanoCpus: 500_000_000 });
     expect(info.Config).toMatchObject({ WorkingDir: '/tmp', Entrypoint: ['sh'], Cmd: ['-c', 'sleep 600'] });
     expect(await sim.sandboxes()).toContain(id);
 
-    const list = async (filter: object) => ((await h.ok('SandboxList', { app_id: appId, ...filter })).sandboxes as Array<{ id: string }> | undefined)?.map((s) => s.id) ?? [];
+    const list = async (filter: object) =>
+      ((await h.ok('SandboxList', { app_id: appId, ...filter })).sandboxes as Array<{ id: string }> | undefined)?.map((s) => s.id) ?? [];
     expect(await list({ tags: [{ tag_name: 'berth.task', tag_value: 'sim-1' }] })).toEqual([id]);
     expect(await list({ tags: [{ tag_name: 'berth.task', tag_value: 'other' }] })).toEqual([]);
     expect(await h.ok('SandboxWait', { sandbox_id: id, timeout: 0 })).toEqual({});
     expect(await h.ok('SandboxTerminate', { sandbox_id: id })).toEqual({});
     expect(await simContainers(id)).toHaveLength(0);
-    expect(await h.ok('SandboxTerminate', { sandbox_id: id })).toEqual({ existing_result: { status: 'GENERIC_STATUS_TERMINATED', exception: 'Sandbox was terminated' } });
-    expect(await h.ok('SandboxGetTaskId', { sandbox_id: id })).toEqual({ task_result: { status: 'GENERIC_STATUS_TERMINATED', exception: 'Sandbox was terminated' } });
+    expect(await h.ok('SandboxTerminate', { sandbox_id: id })).toEqual({
+      existing_result: { status: 'GENERIC_STATUS_TERMINATED', exception: 'Sandbox was terminated' },
+    });
+    expect(await h.ok('SandboxGetTaskId', { sandbox_id: id })).toEqual({
+      task_result: { status: 'GENERIC_STATUS_TERMINATED', exception: 'Sandbox was terminated' },
+    });
     expect(await list({ tags: [{ tag_name: 'berth.task', tag_value: 'sim-1' }] })).toEqual([]);
     expect(await list({ include_finished: true, tags: [{ tag_name: 'berth.task', tag_value: 'sim-1' }] })).toEqual([id]);
     expect(await sim.sandboxes()).not.toContain(id);
@@ -234,7 +255,13 @@ describe('exec through the router', () => {
     const access = await h.ok('TaskGetCommandRouterAccess', { task_id: taskId });
     expect(access.url).toBe(sim.url);
     expect(String(access.jwt).split('.')).toHaveLength(3);
-    const start = { task_id: taskId, exec_id: 'e-echo', command_args: ['sh', '-c', 'echo hello; echo oops >&2'], stdout_config: 'TASK_EXEC_STDOUT_CONFIG_PIPE', stderr_config: 'TASK_EXEC_STDERR_CONFIG_PIPE' };
+    const start = {
+      task_id: taskId,
+      exec_id: 'e-echo',
+      command_args: ['sh', '-c', 'echo hello; echo oops >&2'],
+      stdout_config: 'TASK_EXEC_STDOUT_CONFIG_PIPE',
+      stderr_config: 'TASK_EXEC_STDERR_CONFIG_PIPE',
+    };
     await h.routerOk('TaskExecStart', start, jwt);
     expect(await h.waitExec(taskId, jwt, 'e-echo')).toEqual({ code: 0 });
     expect((await h.read(taskId, jwt, 'e-echo', 0)).data.toString()).toBe('hello\n');
@@ -248,7 +275,8 @@ describe('exec through the router', () => {
   it('stdin in offset order: a retried write adds only the new bytes, a gap is OUT_OF_RANGE, eof closes it', async () => {
     const { taskId, jwt } = await running();
     const execId = await h.exec(taskId, jwt, ['cat']);
-    const write = (offset: number, data: string, eof = false) => h.router('TaskExecStdinWrite', { task_id: taskId, exec_id: execId, offset, data: Buffer.from(data), eof }, jwt);
+    const write = (offset: number, data: string, eof = false) =>
+      h.router('TaskExecStdinWrite', { task_id: taskId, exec_id: execId, offset, data: Buffer.from(data), eof }, jwt);
     expect((await write(0, 'hel')).code).toBe(0);
     expect((await write(0, 'hello\n')).code).toBe(0);
     expect((await write(10, 'x')).code).toBe(Code.OUT_OF_RANGE);
@@ -319,7 +347,10 @@ describe('faults', () => {
     for (let i = 0; i < 2; i++) {
       const r = await create();
       expect(r).toMatchObject({ code: Code.RESOURCE_EXHAUSTED, message: 'Sandbox creation rate limit exceeded' });
-      const status = sim.codec.decode('modal.client.RPCStatus', r.details ?? Buffer.alloc(0)) as { code: number; details: Array<{ type_url: string; value: Uint8Array }> };
+      const status = sim.codec.decode('modal.client.RPCStatus', r.details ?? Buffer.alloc(0)) as {
+        code: number;
+        details: Array<{ type_url: string; value: Uint8Array }>;
+      };
       expect(status).toMatchObject({ code: Code.RESOURCE_EXHAUSTED, details: [{ type_url: 'type.googleapis.com/modal.client.RPCRetryPolicy' }] });
       expect(sim.codec.decode('modal.client.RPCRetryPolicy', status.details[0]?.value ?? new Uint8Array())).toEqual({ retry_after_secs: 1.5 });
     }

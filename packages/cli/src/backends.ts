@@ -40,9 +40,12 @@ export function addBackendOptions(command: Command, { mirror = true } = {}): Com
   command
     .option('--backend <name>', 'docker, k8s or modal (k8s and modal are separate packages)', 'docker')
     .option('--kubeconfig <file>', 'k8s: the kubeconfig (default $KUBECONFIG, else ~/.kube/config)')
-    .option('--context <name>', "k8s: a context of the kubeconfig (default: its current context)")
+    .option('--context <name>', 'k8s: a context of the kubeconfig (default: its current context)')
     .option('-n, --namespace <ns>', "k8s: the namespace pods go into (default: the context's, else 'default'; berth says which)")
-    .option('--build-repository <repo>', 'k8s: build environment/Dockerfile images with the local Docker engine and push them to this repository (e.g. registry.example/team/berth-builds), for the cluster to pull; default $BERTH_BUILD_REPOSITORY');
+    .option(
+      '--build-repository <repo>',
+      'k8s: build environment/Dockerfile images with the local Docker engine and push them to this repository (e.g. registry.example/team/berth-builds), for the cluster to pull; default $BERTH_BUILD_REPOSITORY',
+    );
   if (mirror) command.option('--mirror <from=to>', 'pull images starting with <from> from <to> instead (repeatable)', collect);
   return command;
 }
@@ -67,13 +70,15 @@ async function importBackend(name: BackendName): Promise<Record<string, unknown>
 /** The k8s options the flags give: kubeconfig source, namespace, and a builder that pushes where the cluster pulls. */
 async function k8sOptions(flags: BackendFlags, env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
   const options: Record<string, unknown> = {};
-  if (flags.kubeconfig || flags.context) options.kubeconfig = { ...(flags.kubeconfig ? { file: flags.kubeconfig } : {}), ...(flags.context ? { context: flags.context } : {}) };
+  if (flags.kubeconfig || flags.context)
+    options.kubeconfig = { ...(flags.kubeconfig ? { file: flags.kubeconfig } : {}), ...(flags.context ? { context: flags.context } : {}) };
   if (flags.namespace) options.namespace = flags.namespace;
   const repository = flags.buildRepository ?? env.BERTH_BUILD_REPOSITORY;
   if (repository) {
     const docker = await importBackend('docker');
     const create = docker.createRegistryImageBuilder as ((o: { repository: string }) => ImageBuilder) | undefined;
-    if (typeof create !== 'function') throw new UsageError('@berth/backend-docker does not export createRegistryImageBuilder: is it the same version as @berth/cli?');
+    if (typeof create !== 'function')
+      throw new UsageError('@berth/backend-docker does not export createRegistryImageBuilder: is it the same version as @berth/cli?');
     try {
       options.builder = create({ repository });
     } catch (error) {

@@ -4,11 +4,20 @@
  * CLI's way. Applied to everything the CLI prints of a library message.
  */
 const HINTS: ReadonlyArray<readonly [RegExp, string]> = [
-  [/pass spec\.image\.auth, or name a pull secret \(spec\.image\.auth\.secretName or options\.imagePullSecrets\)/g, 'log in with docker login (berth makes the pod a pull secret from Docker\'s config, or $DOCKER_CONFIG)'],
-  [/pass spec\.image\.auth \(\{ username, password \} or \{ secretName \} of a Modal secret\)/g, 'log in with docker login (berth hands Docker\'s credentials to Modal as a secret)'],
-  [/pass spec\.image\.auth or log in with docker login/g, 'log in with docker login (berth reads Docker\'s config, or $DOCKER_CONFIG)'],
+  [
+    /pass spec\.image\.auth, or name a pull secret \(spec\.image\.auth\.secretName or options\.imagePullSecrets\)/g,
+    "log in with docker login (berth makes the pod a pull secret from Docker's config, or $DOCKER_CONFIG)",
+  ],
+  [
+    /pass spec\.image\.auth \(\{ username, password \} or \{ secretName \} of a Modal secret\)/g,
+    "log in with docker login (berth hands Docker's credentials to Modal as a secret)",
+  ],
+  [/pass spec\.image\.auth or log in with docker login/g, "log in with docker login (berth reads Docker's config, or $DOCKER_CONFIG)"],
   [/pass spec\.image\.auth/g, 'log in with docker login'],
-  [/pass options\.builder \([^)]*\), or build and push the image and pass its reference/g, 'give --build-repository <registry/repo> (the local Docker engine builds the image and pushes it there for the cluster to pull), or build and push it yourself and set docker_image'],
+  [
+    /pass options\.builder \([^)]*\), or build and push the image and pass its reference/g,
+    'give --build-repository <registry/repo> (the local Docker engine builds the image and pushes it there for the cluster to pull), or build and push it yourself and set docker_image',
+  ],
   [/pass options\.builder/g, 'give --build-repository <registry/repo>'],
   [/pass options\.kubeconfig \{ file, context \} or set KUBECONFIG/g, 'give --kubeconfig <file> (and --context <name>), or set KUBECONFIG'],
   [/pass options\.kubeconfig, set KUBECONFIG, or create ~\/\.kube\/config/g, 'give --kubeconfig <file>, set KUBECONFIG, or create ~/.kube/config'],

@@ -60,7 +60,7 @@ describe('berth run on other backends', () => {
     expect(pods.items.map((p) => p.metadata?.name)).toEqual([]);
   }, 300_000);
 
-  it("k8s configured as kubectl users write it (--kubeconfig, -n) and --build-repository; examples/tasks/count-lines runs there unchanged", async () => {
+  it('k8s configured as kubectl users write it (--kubeconfig, -n) and --build-repository; examples/tasks/count-lines runs there unchanged', async () => {
     const examples = join(import.meta.dirname, '..', '..', '..', 'examples', 'tasks');
     const env = { DOCKER_CONFIG: dockerConfig, KUBECONFIG: '' };
     // The admin kubeconfig names no namespace: -n puts the pods where berth's Role is.
@@ -75,14 +75,23 @@ describe('berth run on other backends', () => {
     const toml = join(built, 'k8s-built', 'task.toml');
     await writeFile(toml, (await readFile(toml, 'utf8')).replace(/docker_image = .*\n/, '').replace('network_mode = "no-network"\n', ''));
     await mkdir(join(built, 'k8s-built', 'environment'), { recursive: true });
-    await writeFile(join(built, 'k8s-built', 'environment', 'Dockerfile'), 'FROM 127.0.0.1:5000/berth/private-busybox:k8s\nRUN mkdir -p /app && echo built > /app/built.txt\n');
+    await writeFile(
+      join(built, 'k8s-built', 'environment', 'Dockerfile'),
+      'FROM 127.0.0.1:5000/berth/private-busybox:k8s\nRUN mkdir -p /app && echo built > /app/built.txt\n',
+    );
     const refused = await berth(['run', built, ...k8s, '--job-dir', join(root, 'built-refused')], { env, timeoutMs: 120_000 });
     expect(refused.code, refused.stdout + refused.stderr).toBe(1);
     expect(refused.stdout).toMatch(/k8s-built {2}infra_failed: permanent_infra CapabilityError: .*give --build-repository <registry\/repo>/);
-    const ok = await berth(['run', built, ...k8s, '--build-repository', '127.0.0.1:5000/berth/cli-builds', '--job-dir', join(root, 'built-ok')], { env, timeoutMs: 240_000 });
+    const ok = await berth(['run', built, ...k8s, '--build-repository', '127.0.0.1:5000/berth/cli-builds', '--job-dir', join(root, 'built-ok')], {
+      env,
+      timeoutMs: 240_000,
+    });
     // The local engine's copy of the build (the pushed one stays in the test registry, tagged by its content).
     const tag = buildTag(await hashBuildContext({ context: join(built, 'k8s-built', 'environment'), dockerfile: 'Dockerfile', args: {} }));
-    await new Docker().getImage(tag).remove({ force: true }).catch(() => undefined);
+    await new Docker()
+      .getImage(tag)
+      .remove({ force: true })
+      .catch(() => undefined);
     expect(ok.code, ok.stdout + ok.stderr).toBe(0);
     expect((await report(join(root, 'built-ok'))).tasks.map((t) => [t.taskId, t.reward])).toEqual([['k8s-built', 1]]);
 
@@ -98,7 +107,9 @@ describe('berth run on other backends', () => {
     const env = { HOME: home, KUBECONFIG: '', KUBERNETES_SERVICE_HOST: '', KUBERNETES_SERVICE_PORT: '' };
     const run = await berth(['run', examples, '--filter', 'count-lines', '--backend', 'k8s', '--job-dir', join(root, 'no-kube-job')], { env });
     expect(run.code, run.stdout + run.stderr).toBe(2);
-    expect(run.stderr).toMatch(/ConfigError: no kubeconfig found: KUBECONFIG is not set, .*no-home\/\.kube\/config does not exist.*; give --kubeconfig <file>, set KUBECONFIG, or create ~\/\.kube\/config/);
+    expect(run.stderr).toMatch(
+      /ConfigError: no kubeconfig found: KUBECONFIG is not set, .*no-home\/\.kube\/config does not exist.*; give --kubeconfig <file>, set KUBECONFIG, or create ~\/\.kube\/config/,
+    );
     expect(run.stdout + run.stderr).not.toMatch(/HTTP protocol is not allowed/);
     const preflight = await berth(['preflight', examples, '--filter', 'count-lines', '--backend', 'k8s'], { env });
     expect(preflight.code).toBe(1);

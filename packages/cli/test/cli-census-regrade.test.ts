@@ -36,7 +36,10 @@ describe('berth census', () => {
   it('groups the failed attempts into the problems they are', async () => {
     const result = await berth(['census', jobDir, '--json']);
     expect(result.code, result.stderr).toBe(0);
-    const census = JSON.parse(result.stdout) as { failedAttempts: number; groups: Array<{ category: string; type: string; pattern: string; attempts: number; tasks: number; finalFor: number; exampleTasks: string[] }> };
+    const census = JSON.parse(result.stdout) as {
+      failedAttempts: number;
+      groups: Array<{ category: string; type: string; pattern: string; attempts: number; tasks: number; finalFor: number; exampleTasks: string[] }>;
+    };
     expect(census.failedAttempts).toBe(5);
     expect(census.groups.map((g) => [g.category, g.type, g.tasks, g.attempts, g.finalFor])).toEqual([
       ['permanent_infra', 'ImagePullError', 3, 3, 3],
@@ -64,7 +67,13 @@ describe('berth regrade', () => {
     const parser = 'grep -q PASSED && echo 1 || echo 0';
     const result = await berth(['regrade', jobDir, '--reward-parser', parser, '--json']);
     expect(result.code).toBe(1);
-    const data = JSON.parse(result.stdout) as { graded: number; agreed: number; agreement: number; disagreements: Array<{ taskId: string; recorded: number; regraded: number; kind: string }>; mean: { recorded: number; regraded: number; over: number } };
+    const data = JSON.parse(result.stdout) as {
+      graded: number;
+      agreed: number;
+      agreement: number;
+      disagreements: Array<{ taskId: string; recorded: number; regraded: number; kind: string }>;
+      mean: { recorded: number; regraded: number; over: number };
+    };
     expect(data.graded).toBe(8);
     expect(data.agreed).toBe(5);
     expect(data.agreement).toBeCloseTo(5 / 8);

@@ -27,7 +27,9 @@ describe('berth preflight', () => {
     expect(result.code, result.stderr).toBe(1);
     const lines = result.stdout.split('\n');
     expect(lines.filter((l) => l.includes(PRIVATE_IMAGE))).toHaveLength(1);
-    expect(lines.find((l) => l.includes(PRIVATE_IMAGE))).toMatch(/^FAIL +127\.0\.0\.1:5000\/berth\/private-busybox:cli +3 \(private-1, …\) +.*(unauthorized|denied|credentials)/i);
+    expect(lines.find((l) => l.includes(PRIVATE_IMAGE))).toMatch(
+      /^FAIL +127\.0\.0\.1:5000\/berth\/private-busybox:cli +3 \(private-1, …\) +.*(unauthorized|denied|credentials)/i,
+    );
     expect(lines.find((l) => l.includes('berth-test/busybox:latest'))).toMatch(/^OK +/);
     expect(result.stdout).toContain('FAILED: 1 of 2 image(s): 3 of 5 task(s) would fail');
 
@@ -72,7 +74,9 @@ describe('berth preflight', () => {
     const result = await berth(['preflight', broken]);
     expect(result.code, result.stderr).toBe(1);
     const lines = result.stdout.split('\n');
-    expect(lines.filter((l) => l.startsWith('note: typo: '))).toEqual(['note: typo: verifer is not a harbor task.toml field: ignored (harbor ignores it too); did you mean verifier?']);
+    expect(lines.filter((l) => l.startsWith('note: typo: '))).toEqual([
+      'note: typo: verifer is not a harbor task.toml field: ignored (harbor ignores it too); did you mean verifier?',
+    ]);
     expect(lines.find((l) => l.includes('no-solution') && l.startsWith('FAIL'))).toMatch(/agent +.*no solution\/solve.sh, which the oracle agent runs/);
     expect(lines.find((l) => l.includes('crlf') && l.startsWith('FAIL'))).toMatch(/tests\/test.sh +tests\/test.sh has Windows line endings \(CRLF\)/);
     expect(lines.find((l) => l.includes('bad-build') && l.startsWith('FAIL'))).toMatch(/ImageBuildError: .*exit.* 7|ImageBuildError: .*RUN echo preparing/);

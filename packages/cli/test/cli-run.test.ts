@@ -74,7 +74,8 @@ describe('berth run (the built binary, off a TTY)', () => {
 
   it("--agent: a shell command as the agent (the instruction on its stdin and in $BERTH_INSTRUCTION), its output kept, and 'none'", async () => {
     const tasks = await writeDataset(join(root, 'agents'), [{ id: 'needs-42', kind: 'pass' }]);
-    const agent = 'grep -q "Write 42" && grep -q "Write 42" "$BERTH_INSTRUCTION" && mkdir -p /app && echo 42 > /app/answer.txt && echo "thinking about 42" && echo "a warning" >&2 && echo step-1 > /logs/agent/trace.txt; exit 3';
+    const agent =
+      'grep -q "Write 42" && grep -q "Write 42" "$BERTH_INSTRUCTION" && mkdir -p /app && echo 42 > /app/answer.txt && echo "thinking about 42" && echo "a warning" >&2 && echo step-1 > /logs/agent/trace.txt; exit 3';
     const jobDir = join(root, 'agent-job');
     const solved = await berth(['run', tasks, '--agent', agent, '--job-dir', jobDir, '--json']);
     expect(solved.code, solved.stderr).toBe(0);
@@ -92,7 +93,9 @@ describe('berth run (the built binary, off a TTY)', () => {
     // The same job dir with another agent would mix two runs: refused, with the way on.
     const mixed = await berth(['run', tasks, '--agent', 'none', '--job-dir', jobDir]);
     expect(mixed.code, mixed.stdout).toBe(2);
-    expect(mixed.stderr).toMatch(/holds another run, which this command would mix with its own:\n {2}- --agent \(commands are compared by a hash of their text\): \("command sha256:[0-9a-f]{12}" there, "none" here\)/);
+    expect(mixed.stderr).toMatch(
+      /holds another run, which this command would mix with its own:\n {2}- --agent \(commands are compared by a hash of their text\): \("command sha256:[0-9a-f]{12}" there, "none" here\)/,
+    );
     expect(mixed.stderr).toMatch(/Run the same command with --fresh to start over .* or give --job-dir <another dir>/);
     expect(mixed.stderr).not.toContain('thinking');
     const again = await berth(['run', tasks, '--agent', 'none', '--job-dir', jobDir, '--fresh', '--json']);
@@ -109,7 +112,17 @@ describe('berth run (the built binary, off a TTY)', () => {
       { id: 'slow-2', kind: 'slow', sleepSec: 60, image: 'registry.invalid/busybox:latest' },
     ]);
     // registry.invalid/ does not exist: only the mirror rule makes these images the local berth-test/busybox.
-    const result = await berth(['run', tasks, '--mirror', 'registry.invalid/=berth-test/', '--deadline', '8s', '--job-dir', join(root, 'mirror-job'), '--json']);
+    const result = await berth([
+      'run',
+      tasks,
+      '--mirror',
+      'registry.invalid/=berth-test/',
+      '--deadline',
+      '8s',
+      '--job-dir',
+      join(root, 'mirror-job'),
+      '--json',
+    ]);
     expect(result.code, result.stderr).toBe(1);
     const data = JSON.parse(result.stdout) as { report: HarborJobReport['report'] };
     expect(data.report).toMatchObject({ scored: 1, notRun: { total: 2, deadline: 2, cancelled: 0 } });

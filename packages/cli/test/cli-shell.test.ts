@@ -57,7 +57,10 @@ describe('berth shell and berth exec', () => {
   }, 120_000);
 
   it('a terminal that reports 0x0 (script, CI, some IDEs) gets the usual 24x80; /tests/test.sh is executable, as in a trial', async () => {
-    const child = spawnInPty(['exec', taskDir, '--tty', '--', 'stty size; test -x /tests/test.sh && test -x /solution/solve.sh && echo both-executable'], { cols: 0, rows: 0 });
+    const child = spawnInPty(['exec', taskDir, '--tty', '--', 'stty size; test -x /tests/test.sh && test -x /solution/solve.sh && echo both-executable'], {
+      cols: 0,
+      rows: 0,
+    });
     const result = await collect(child, { timeoutMs: 90_000, keepStdin: true });
     expect(result.code, result.stdout + result.stderr).toBe(0);
     expect(result.stdout).toMatch(/24 80/);

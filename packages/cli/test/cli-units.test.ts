@@ -38,7 +38,11 @@ describe('--filter globs', () => {
   it('select tasks before they are read: a compose task or a helper folder elsewhere does not stop the selection', async () => {
     const root = await mkdtemp(join(tmpdir(), 'berth-cli-filter-'));
     try {
-      await writeDataset(root, [{ id: 'a-1', kind: 'pass' }, { id: 'b-1', kind: 'pass' }, { id: 'c-1', kind: 'pass' }]);
+      await writeDataset(root, [
+        { id: 'a-1', kind: 'pass' },
+        { id: 'b-1', kind: 'pass' },
+        { id: 'c-1', kind: 'pass' },
+      ]);
       // A multi-container task berth refuses, and a folder of shared scripts that is no task at all.
       await writeDataset(root, [{ id: 'compose-1', kind: 'pass' }]);
       await mkdir(join(root, 'compose-1', 'environment'), { recursive: true });
@@ -60,17 +64,33 @@ describe('failure fingerprints', () => {
     const b = normaliseMessage('sandbox berth-0a1b2c3d4e5f6a7b of sympy__sympy-20590 was lost: container exited (137) after 3 s', 'sympy__sympy-20590');
     expect(a).toBe(b);
     expect(a).toBe('sandbox berth-<id> of <task> was lost: container exited (<n>) after <n> s');
-    expect(normaliseMessage('pulling ghcr.io/org/img:v1 failed: Head "https://ghcr.io/v2/org/img/manifests/v1": denied')).toBe('pulling <image> failed: Head "<url>": denied');
+    expect(normaliseMessage('pulling ghcr.io/org/img:v1 failed: Head "https://ghcr.io/v2/org/img/manifests/v1": denied')).toBe(
+      'pulling <image> failed: Head "<url>": denied',
+    );
     expect(normaliseMessage('connect ECONNREFUSED 10.0.0.12:6443')).toBe('connect ECONNREFUSED <addr>');
     expect(normaliseMessage('first line\nsecond line')).toBe('first line');
   });
 
   it('group failed attempts, counting tasks and final failures', () => {
     const view = (taskId: string, attempt: number, type: string, message: string): AttemptView => ({
-      taskId, attempt, durationMs: 1, status: 'failed', category: 'transient_infra', type, message, causes: [], chosen: false, dir: '',
+      taskId,
+      attempt,
+      durationMs: 1,
+      status: 'failed',
+      category: 'transient_infra',
+      type,
+      message,
+      causes: [],
+      chosen: false,
+      dir: '',
     });
     const groups = groupFailures(
-      [view('t1', 1, 'SandboxLostError', 'lost after 3 s'), view('t1', 2, 'SandboxLostError', 'lost after 9 s'), view('t2', 1, 'SandboxLostError', 'lost after 1 s'), view('t3', 1, 'StartupTimeoutError', 'no start in 60 s')],
+      [
+        view('t1', 1, 'SandboxLostError', 'lost after 3 s'),
+        view('t1', 2, 'SandboxLostError', 'lost after 9 s'),
+        view('t2', 1, 'SandboxLostError', 'lost after 1 s'),
+        view('t3', 1, 'StartupTimeoutError', 'no start in 60 s'),
+      ],
       new Set(['t1#2']),
     );
     expect(groups.map((g) => [g.type, g.attempts, g.tasks, g.finalFor, g.exampleTasks])).toEqual([
@@ -100,18 +120,34 @@ describe('library hints in the CLI', () => {
       expect(said, hint).not.toMatch(/\b(spec|options)\.[a-z]/);
       expect(said, hint).not.toMatch(/fresh: true|agent 'none'/);
     }
-    expect(cliWords("no credentials were found for this registry: pass spec.image.auth or log in with docker login")).toBe(
+    expect(cliWords('no credentials were found for this registry: pass spec.image.auth or log in with docker login')).toBe(
       "no credentials were found for this registry: log in with docker login (berth reads Docker's config, or $DOCKER_CONFIG)",
     );
   });
 });
 
 describe('settled lines', () => {
-  const attempt = (n: number, failed: boolean) => ({ taskId: 't', attempt: n, startedAt: 0, endedAt: 1000, durationMs: 1000, status: failed ? ('failed' as const) : ('outcome' as const), ...(failed ? { failure: { category: 'transient_infra' as const, type: 'SandboxLostError', message: 'gone', retryable: true } } : { outcome: { reward: 1 } }) });
+  const attempt = (n: number, failed: boolean) => ({
+    taskId: 't',
+    attempt: n,
+    startedAt: 0,
+    endedAt: 1000,
+    durationMs: 1000,
+    status: failed ? ('failed' as const) : ('outcome' as const),
+    ...(failed
+      ? { failure: { category: 'transient_infra' as const, type: 'SandboxLostError', message: 'gone', retryable: true } }
+      : { outcome: { reward: 1 } }),
+  });
   it("count the attempts made (never 'attempt 1 of 1', which read like a limit of one) and name the chosen one after a retry", () => {
-    const one = settledLine({ taskId: 't', status: 'scored', chosenAttempt: 1, outcome: { reward: 1 }, attempts: [attempt(1, false)] } as never, { settled: 1, total: 3 });
+    const one = settledLine({ taskId: 't', status: 'scored', chosenAttempt: 1, outcome: { reward: 1 }, attempts: [attempt(1, false)] } as never, {
+      settled: 1,
+      total: 3,
+    });
     expect(one).toBe('[1/3] t  rewarded 1  (1 attempt, 1.0 s)');
-    const retried = settledLine({ taskId: 't', status: 'scored', chosenAttempt: 2, outcome: { reward: 1 }, attempts: [attempt(1, true), attempt(2, false)] } as never, { settled: 2, total: 3 });
+    const retried = settledLine(
+      { taskId: 't', status: 'scored', chosenAttempt: 2, outcome: { reward: 1 }, attempts: [attempt(1, true), attempt(2, false)] } as never,
+      { settled: 2, total: 3 },
+    );
     expect(retried).toBe('[2/3] t  rewarded 1  (2 attempts, the 2nd chosen, 2.0 s)');
   });
 

@@ -93,7 +93,18 @@ describe('renderReportHtml', () => {
       report: {
         ...fixtureJob().report,
         tasks: [],
-        report: { ...FIXTURE_REPORT, total: 0, scored: 0, coverage: 0, attempts: 0, retries: 0, byCategory: {}, byType: {}, score: undefined, invalidReasons: ['the run had no tasks'] },
+        report: {
+          ...FIXTURE_REPORT,
+          total: 0,
+          scored: 0,
+          coverage: 0,
+          attempts: 0,
+          retries: 0,
+          byCategory: {},
+          byType: {},
+          score: undefined,
+          invalidReasons: ['the run had no tasks'],
+        },
       },
       tasks: [],
     };

@@ -248,9 +248,18 @@ describe('report.html of a real job', () => {
     expect(rows.map((r) => r.task)).toEqual(jobReport.tasks.map((t) => t.taskId));
     for (const [i, row] of rows.entries()) {
       const summary = jobReport.tasks[i]!;
-      expect(row.bars.map((b) => b.attempt), row.task ?? '').toEqual(summary.attempts.map((a) => a.attempt));
-      expect(row.bars.map((b) => b.outcome), row.task ?? '').toEqual(summary.attempts.map(expectedOutcome));
-      expect(row.bars.filter((b) => b.chosen).map((b) => b.attempt), row.task ?? '').toEqual(summary.chosenAttempt === undefined ? [] : [summary.chosenAttempt]);
+      expect(
+        row.bars.map((b) => b.attempt),
+        row.task ?? '',
+      ).toEqual(summary.attempts.map((a) => a.attempt));
+      expect(
+        row.bars.map((b) => b.outcome),
+        row.task ?? '',
+      ).toEqual(summary.attempts.map(expectedOutcome));
+      expect(
+        row.bars.filter((b) => b.chosen).map((b) => b.attempt),
+        row.task ?? '',
+      ).toEqual(summary.chosenAttempt === undefined ? [] : [summary.chosenAttempt]);
       for (const bar of row.bars) {
         expect(bar.inside, `${row.task} attempt ${bar.attempt} lies on its track`).toBe(true);
         expect(bar.title).toContain(summary.taskId);
@@ -339,7 +348,10 @@ describe('report.html of a job whose text is hostile', () => {
     expect(found.labels).toEqual(job.tasks.map((t) => t.summary.taskId));
     expect(found.messages.length).toBeGreaterThan(0);
     for (const message of found.messages) expect(message).toContain(MESSAGE_TAIL);
-    const embedded = await page.$eval('#berth-report-data', (e) => JSON.parse(e.textContent ?? 'null') as { attempts: Array<{ taskId: string; message?: string }> });
+    const embedded = await page.$eval(
+      '#berth-report-data',
+      (e) => JSON.parse(e.textContent ?? 'null') as { attempts: Array<{ taskId: string; message?: string }> },
+    );
     expect(embedded.attempts.map((a) => a.taskId)).toEqual(job.tasks.flatMap((t) => t.attempts.map((a) => a.taskId)));
     expect(embedded.attempts.find((a) => a.message)?.message).toContain(MESSAGE_TAIL);
   });

@@ -70,9 +70,12 @@ describe('renderSummary', () => {
     expect(slowest[2]).toMatch(/^ {2}solve-pass +40 s {3}reward 1, 1 attempt$/);
   });
 
-  it('lists every task, problems first: status, reward, attempts, the failure\'s type and first line', () => {
+  it("lists every task, problems first: status, reward, attempts, the failure's type and first line", () => {
     const start = text.indexOf('\ntasks\n');
-    const table = text.slice(start + 1).trimEnd().split('\n');
+    const table = text
+      .slice(start + 1)
+      .trimEnd()
+      .split('\n');
     expect(table[0]).toBe('tasks');
     expect(table[1]).toMatch(/^TASK +STATUS +REWARD +ATTEMPTS +FAILURE$/);
     expect(table.slice(2).map((l) => l.split(/ {2,}/).slice(0, 4))).toEqual([
@@ -83,7 +86,9 @@ describe('renderSummary', () => {
       ['flaky-net', 'rewarded', '0.500', '2'],
       ['solve-pass', 'rewarded', '1', '1'],
     ]);
-    expect(table.find((l) => l.startsWith('private-img'))).toMatch(/ImagePullError: pulling 127\.0\.0\.1:5000\/berth\/private:latest failed: no basic auth credentials$/);
+    expect(table.find((l) => l.startsWith('private-img'))).toMatch(
+      /ImagePullError: pulling 127\.0\.0\.1:5000\/berth\/private:latest failed: no basic auth credentials$/,
+    );
     const short = renderSummary(fixtureJob(), { taskRows: 2 });
     expect(short.trimEnd().split('\n').at(-1)).toBe('… and 4 more (--all-tasks lists every one; report.html has them all)');
   });

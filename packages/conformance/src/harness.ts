@@ -203,10 +203,7 @@ export class Harness {
    * Await `operation` (a promise, or a function whose synchronous throw also counts), expect it to
    * reject with a BerthError naming this backend, and, when `kind` is given, of that kind.
    */
-  async expectBerthError<T extends BerthError = BerthError>(
-    operation: Promise<unknown> | (() => unknown),
-    kind?: ErrorKind<T>,
-  ): Promise<T> {
+  async expectBerthError<T extends BerthError = BerthError>(operation: Promise<unknown> | (() => unknown), kind?: ErrorKind<T>): Promise<T> {
     let error: unknown;
     let rejected = false;
     try {

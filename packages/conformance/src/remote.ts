@@ -13,7 +13,9 @@ export async function run(env: Environment, command: string | readonly string[],
 
 /** Which digest tool the image has: sha256sum preferred, md5sum otherwise. */
 export async function remoteDigestAlgorithm(env: Environment): Promise<DigestAlgorithm> {
-  const r = await env.exec('if command -v sha256sum >/dev/null 2>&1; then echo sha256; elif command -v md5sum >/dev/null 2>&1; then echo md5; else echo none; fi');
+  const r = await env.exec(
+    'if command -v sha256sum >/dev/null 2>&1; then echo sha256; elif command -v md5sum >/dev/null 2>&1; then echo md5; else echo none; fi',
+  );
   const algo = r.stdout.trim();
   expect(['sha256', 'md5'], 'the basic image needs sha256sum or md5sum').toContain(algo);
   return algo as DigestAlgorithm;

@@ -160,11 +160,8 @@ async function runHelper(
   const where = `${configuredAs} in ${loaded.isEnv ? 'the environment variable' : 'the Docker config file'} ${loaded.where}`;
   // PATH lookup uses env.PATH because env is passed explicitly.
   const result = await new Promise<HelperResult>((resolve) => {
-    const child = execFile(
-      command,
-      ['get'],
-      { env, timeout: HELPER_TIMEOUT_MS, maxBuffer: 1024 * 1024, encoding: 'utf8' },
-      (error, stdout, stderr) => resolve({ error, stdout, stderr }),
+    const child = execFile(command, ['get'], { env, timeout: HELPER_TIMEOUT_MS, maxBuffer: 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) =>
+      resolve({ error, stdout, stderr }),
     );
     child.stdin?.on('error', () => {}); // EPIPE when the helper exits (or never started) first
     child.stdin?.end(serverAddress);
@@ -213,10 +210,7 @@ function matchingKeys(map: Record<string, unknown>, serverAddress: string, host:
  * credHelpers[registry], then auths, then credsStore. A source with nothing for this registry
  * (including a helper answering "credentials not found") falls through to the next one.
  */
-export async function resolveRegistryCredential(
-  registry: string,
-  opts: CredentialResolveOptions = {},
-): Promise<RegistryCredential | undefined> {
+export async function resolveRegistryCredential(registry: string, opts: CredentialResolveOptions = {}): Promise<RegistryCredential | undefined> {
   const env = opts.env ?? process.env;
   const dir = opts.dockerConfigDir ?? env.DOCKER_CONFIG ?? join(env.HOME ?? homedir(), '.docker');
   const host = keyHost(registry);

@@ -20,8 +20,7 @@ export interface ImageRef {
 }
 
 const EXPECTED =
-  'expected [registry[:port]/]repository[:tag][@sha256:<64 hex digits>], e.g. "ubuntu:22.04", ' +
-  '"ghcr.io/org/app:v1" or "localhost:5000/team/app@sha256:…"';
+  'expected [registry[:port]/]repository[:tag][@sha256:<64 hex digits>], e.g. "ubuntu:22.04", ' + '"ghcr.io/org/app:v1" or "localhost:5000/team/app@sha256:…"';
 
 // The grammar of github.com/distribution/reference.
 const PATH_COMPONENT = '[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*';

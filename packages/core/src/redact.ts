@@ -17,7 +17,10 @@ const PATTERNS: Array<[RegExp, string]> = [
   // HTTP authorization headers and the like
   [/\b(authorization|proxy-authorization|x-registry-auth)(["']?\s*[:=]\s*["']?)(basic|bearer)?\s*[A-Za-z0-9+/=._~-]+/gi, `$1$2$3 ${REDACTED}`],
   // key=value or "key": "value" for secret-looking keys
-  [/\b(password|passwd|secret|token|identitytoken|identityToken|auth|registrytoken|secretAccessKey|sessionToken)(["']?\s*[:=]\s*["']?)([^"'\s,}&]+)/g, `$1$2${REDACTED}`],
+  [
+    /\b(password|passwd|secret|token|identitytoken|identityToken|auth|registrytoken|secretAccessKey|sessionToken)(["']?\s*[:=]\s*["']?)([^"'\s,}&]+)/g,
+    `$1$2${REDACTED}`,
+  ],
 ];
 
 export function redactSecrets(text: string): string {

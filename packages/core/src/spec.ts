@@ -81,9 +81,7 @@ export const MountSchema = z.discriminatedUnion('type', [
 ]);
 export type Mount = z.infer<typeof MountSchema>;
 
-const labelKey = z
-  .string()
-  .regex(/^[A-Za-z0-9]([A-Za-z0-9._/-]{0,251}[A-Za-z0-9])?$/, 'label keys are letters, digits, ".", "_", "-", "/"');
+const labelKey = z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9._/-]{0,251}[A-Za-z0-9])?$/, 'label keys are letters, digits, ".", "_", "-", "/"');
 
 export const EnvironmentSpecSchema = z.strictObject({
   image: ImageInputSchema,
@@ -141,7 +139,8 @@ export function envSizeProblem(env: Readonly<Record<string, string>>, path: stri
   return undefined;
 }
 
-const AUTH_SHAPES = '{ username, password }, { identityToken }, { aws: { region?, accessKeyId?, secretAccessKey?, sessionToken?, profile? } } or { secretName }';
+const AUTH_SHAPES =
+  '{ username, password }, { identityToken }, { aws: { region?, accessKeyId?, secretAccessKey?, sessionToken?, profile? } } or { secretName }';
 const typeName = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
 
 /** What to say of an issue the schema's own words would leave vague, and where it is. */
@@ -162,13 +161,15 @@ function describeIssue(issue: z.core.$ZodIssue, input: unknown): { path: string;
   const { ref, auth, build, ...unknown } = image as Record<string, unknown>;
   if (build !== undefined) {
     const extra = Object.keys(image as object).filter((k) => k !== 'build');
-    if (extra.length > 0) return { path: at, message: `${at} has ${extra.join(', ')} beside build: an image is either pulled ({ ref, auth? }) or built ({ build })` };
+    if (extra.length > 0)
+      return { path: at, message: `${at} has ${extra.join(', ')} beside build: an image is either pulled ({ ref, auth? }) or built ({ build })` };
     return { path: `${at}.build`, message: `${at}.build must be { context, dockerfile?, args?, target?, timeoutMs?, network? }; got ${typeName(build)}` };
   }
   if (Object.keys(unknown).length > 0) {
     return { path: at, message: `${at} has unknown key(s) ${Object.keys(unknown).join(', ')}: it is { ref, auth? } or { build }` };
   }
-  if (typeof ref !== 'string' || ref === '') return { path: `${at}.ref`, message: `${at}.ref must be an image reference string such as 'python:3.12-slim'; got ${typeName(ref)}` };
+  if (typeof ref !== 'string' || ref === '')
+    return { path: `${at}.ref`, message: `${at}.ref must be an image reference string such as 'python:3.12-slim'; got ${typeName(ref)}` };
   const keys = auth !== null && typeof auth === 'object' ? Object.keys(auth) : [];
   return { path: `${at}.auth`, message: `${at}.auth must be one of ${AUTH_SHAPES}; got ${keys.length ? `keys ${keys.join(', ')}` : typeName(auth)}` };
 }
@@ -197,7 +198,13 @@ function hideSecrets(auth: ImageAuth): ImageAuth {
 /** Validate a spec; throws ConfigError naming the offending field and what it should be. */
 export function parseEnvironmentSpec(input: unknown, context: { backend?: string } = {}): EnvironmentSpec {
   const fail = (path: string, message: string, cause?: unknown) =>
-    new ConfigError({ message: `invalid environment spec: ${message}`, path, operation: 'config', ...(context.backend ? { backend: context.backend } : {}), cause });
+    new ConfigError({
+      message: `invalid environment spec: ${message}`,
+      path,
+      operation: 'config',
+      ...(context.backend ? { backend: context.backend } : {}),
+      cause,
+    });
   const result = EnvironmentSpecSchema.safeParse(input);
   if (!result.success) {
     const issues = result.error.issues.map((i) => describeIssue(i, input));

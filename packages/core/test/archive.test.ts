@@ -20,7 +20,9 @@ afterAll(async () => {
 });
 
 /** A tar as Docker's archive API returns it: entries under the source's basename. */
-function tarOf(entries: Array<{ name: string; type?: 'file' | 'directory' | 'symlink' | 'link'; body?: string; linkname?: string; mode?: number }>): NodeJS.ReadableStream {
+function tarOf(
+  entries: Array<{ name: string; type?: 'file' | 'directory' | 'symlink' | 'link'; body?: string; linkname?: string; mode?: number }>,
+): NodeJS.ReadableStream {
   const p = tarPack();
   const out = new PassThrough();
   (p as unknown as NodeJS.ReadableStream).pipe(out);
@@ -44,7 +46,13 @@ async function listTree(dir: string, prefix = ''): Promise<string[]> {
     const full = join(dir, entry.name);
     if (entry.isSymbolicLink()) out.push(`${rel} -> ${await readlink(full)}`);
     else if (entry.isDirectory()) out.push(`${rel}/`, ...(await listTree(full, `${rel}/`)));
-    else out.push(`${rel} ${(await stat(full)).mode & 0o777} ${createHash('sha256').update(await readFile(full)).digest('hex').slice(0, 12)}`);
+    else
+      out.push(
+        `${rel} ${(await stat(full)).mode & 0o777} ${createHash('sha256')
+          .update(await readFile(full))
+          .digest('hex')
+          .slice(0, 12)}`,
+      );
   }
   return out;
 }
@@ -107,11 +115,39 @@ describe('tar streaming', () => {
   });
 
   it.each([
-    ['dotdot', [{ name: 'top/', type: 'directory' as const }, { name: 'top/../../escape.txt', body: 'x' }], 'escapes'],
+    [
+      'dotdot',
+      [
+        { name: 'top/', type: 'directory' as const },
+        { name: 'top/../../escape.txt', body: 'x' },
+      ],
+      'escapes',
+    ],
     ['absolute', [{ name: '/etc/evil', body: 'x' }], 'absolute'],
-    ['absolute symlink', [{ name: 'top/', type: 'directory' as const }, { name: 'top/evil', type: 'symlink' as const, linkname: '/etc/passwd' }], 'outside'],
-    ['relative symlink out', [{ name: 'top/', type: 'directory' as const }, { name: 'top/up', type: 'symlink' as const, linkname: '../..' }], 'outside'],
-    ['hard link out', [{ name: 'top/', type: 'directory' as const }, { name: 'top/h', type: 'link' as const, linkname: '../etc/passwd' }], ''],
+    [
+      'absolute symlink',
+      [
+        { name: 'top/', type: 'directory' as const },
+        { name: 'top/evil', type: 'symlink' as const, linkname: '/etc/passwd' },
+      ],
+      'outside',
+    ],
+    [
+      'relative symlink out',
+      [
+        { name: 'top/', type: 'directory' as const },
+        { name: 'top/up', type: 'symlink' as const, linkname: '../..' },
+      ],
+      'outside',
+    ],
+    [
+      'hard link out',
+      [
+        { name: 'top/', type: 'directory' as const },
+        { name: 'top/h', type: 'link' as const, linkname: '../etc/passwd' },
+      ],
+      '',
+    ],
   ])('refuses %s entries', async (_label, entries, why) => {
     const parent = await tmp();
     const dest = join(parent, 'target');
@@ -123,23 +159,32 @@ describe('tar streaming', () => {
   });
 
   it.each([
-    ['a chain of links to "."', [
-      { name: 'top/', type: 'directory' as const },
-      { name: 'top/x', type: 'symlink' as const, linkname: '.' },
-      { name: 'top/x/y', type: 'symlink' as const, linkname: '.' },
-      { name: 'top/x/y/reward.txt', type: 'symlink' as const, linkname: '../../SECRET' },
-    ]],
-    ['a link whose path runs through another link', [
-      { name: 'top/', type: 'directory' as const },
-      { name: 'top/d/', type: 'directory' as const },
-      { name: 'top/d/x', type: 'symlink' as const, linkname: '.' },
-      { name: 'top/d/y', type: 'symlink' as const, linkname: 'x/x/x/../../..' },
-    ]],
-    ['a loop', [
-      { name: 'top/', type: 'directory' as const },
-      { name: 'top/a', type: 'symlink' as const, linkname: 'b' },
-      { name: 'top/b', type: 'symlink' as const, linkname: 'a' },
-    ]],
+    [
+      'a chain of links to "."',
+      [
+        { name: 'top/', type: 'directory' as const },
+        { name: 'top/x', type: 'symlink' as const, linkname: '.' },
+        { name: 'top/x/y', type: 'symlink' as const, linkname: '.' },
+        { name: 'top/x/y/reward.txt', type: 'symlink' as const, linkname: '../../SECRET' },
+      ],
+    ],
+    [
+      'a link whose path runs through another link',
+      [
+        { name: 'top/', type: 'directory' as const },
+        { name: 'top/d/', type: 'directory' as const },
+        { name: 'top/d/x', type: 'symlink' as const, linkname: '.' },
+        { name: 'top/d/y', type: 'symlink' as const, linkname: 'x/x/x/../../..' },
+      ],
+    ],
+    [
+      'a loop',
+      [
+        { name: 'top/', type: 'directory' as const },
+        { name: 'top/a', type: 'symlink' as const, linkname: 'b' },
+        { name: 'top/b', type: 'symlink' as const, linkname: 'a' },
+      ],
+    ],
   ])('refuses %s, and leaves no link behind', async (_label, entries) => {
     const parent = await tmp();
     await writeFile(join(parent, 'SECRET'), 'host secret');
@@ -193,7 +238,13 @@ describe('tar streaming', () => {
     const dest = join(parent, 'target');
     await mkdir(dest);
     await symlink(outside, join(dest, 'sneaky'));
-    const err = await extractDirectory(tarOf([{ name: 'top/', type: 'directory' }, { name: 'top/sneaky/file', body: 'x' }]), dest).catch((e: unknown) => e);
+    const err = await extractDirectory(
+      tarOf([
+        { name: 'top/', type: 'directory' },
+        { name: 'top/sneaky/file', body: 'x' },
+      ]),
+      dest,
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UnsafeEntryError);
     expect(await readdir(outside)).toEqual([]);
   });
@@ -204,7 +255,13 @@ describe('tar streaming', () => {
     const dest = join(parent, 'target');
     await mkdir(dest);
     await symlink(join(parent, 'victim'), join(dest, 'f'));
-    await extractDirectory(tarOf([{ name: 'top/', type: 'directory' }, { name: 'top/f', body: 'new' }]), dest);
+    await extractDirectory(
+      tarOf([
+        { name: 'top/', type: 'directory' },
+        { name: 'top/f', body: 'new' },
+      ]),
+      dest,
+    );
     expect(await readFile(join(parent, 'victim'), 'utf8')).toBe('original');
     expect(await readFile(join(dest, 'f'), 'utf8')).toBe('new');
   });

@@ -2,7 +2,17 @@ import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CapabilityError, ConfigError, ImageBuildError, ImagePullError, describeImage, isBuiltImage, parseEnvironmentSpec, type Capabilities, type ImageBuild } from '@berth/core';
+import {
+  CapabilityError,
+  ConfigError,
+  ImageBuildError,
+  ImagePullError,
+  describeImage,
+  isBuiltImage,
+  parseEnvironmentSpec,
+  type Capabilities,
+  type ImageBuild,
+} from '@berth/core';
 import { assertSupported, baseImages, buildFailure, buildTag, hashBuildContext, readDockerfile } from '@berth/core/backend-kit';
 
 const dirs: string[] = [];
@@ -143,7 +153,10 @@ describe('kit: build contexts', () => {
     const invalid = buildFailure('dockerfile parse error line 2: unknown instruction: FROBNICATE', ctx);
     expect(ImageBuildError.isInstance(invalid) && invalid.reason).toBe('invalid');
 
-    const pull = buildFailure('pull access denied for private/base, repository does not exist or may require \'docker login\'', { ...ctx, baseImage: 'private/base:1' });
+    const pull = buildFailure("pull access denied for private/base, repository does not exist or may require 'docker login'", {
+      ...ctx,
+      baseImage: 'private/base:1',
+    });
     expect(ImagePullError.isInstance(pull) && [pull.reason, pull.image, pull.operation]).toEqual(['unauthorized', 'private/base:1', 'build']);
   });
 });

@@ -120,13 +120,16 @@ describe('resolveRegistryCredential: config.json auths', () => {
     }
   });
 
-  it.each(['reg.example.com:5000', 'https://reg.example.com:5000', 'http://reg.example.com:5000', 'https://reg.example.com:5000/v2/', 'reg.example.com:5000/v1/'])(
-    'matches the host key %s',
-    async (key) => {
-      const { opts } = await setup({ auths: { [key]: { auth: b64('carol:carol-pass') } } });
-      expect(await resolveRegistryCredential('reg.example.com:5000', opts)).toMatchObject({ username: 'carol' });
-    },
-  );
+  it.each([
+    'reg.example.com:5000',
+    'https://reg.example.com:5000',
+    'http://reg.example.com:5000',
+    'https://reg.example.com:5000/v2/',
+    'reg.example.com:5000/v1/',
+  ])('matches the host key %s', async (key) => {
+    const { opts } = await setup({ auths: { [key]: { auth: b64('carol:carol-pass') } } });
+    expect(await resolveRegistryCredential('reg.example.com:5000', opts)).toMatchObject({ username: 'carol' });
+  });
 
   it('does not match another host, port or Docker Hub', async () => {
     const { opts } = await setup({ auths: { 'reg.example.com:5000': { auth: b64('carol:carol-pass') }, 'https://index.docker.io/v1/': {} } });

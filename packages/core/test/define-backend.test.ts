@@ -10,7 +10,14 @@ import type { Capabilities } from '../src/contract.js';
 import { LocalTransport } from './support/local-transport.js';
 
 const CAPABILITIES: Capabilities = {
-  gpus: false, networkModes: ['public', 'none'], networkSwitch: false, imageAuth: [], mounts: [], imageBuild: false, execUser: false, tty: false,
+  gpus: false,
+  networkModes: ['public', 'none'],
+  networkSwitch: false,
+  imageAuth: [],
+  mounts: [],
+  imageBuild: false,
+  execUser: false,
+  tty: false,
   resourceLimits: { cpus: true, memory: true, storage: false },
 };
 
@@ -29,10 +36,16 @@ function definition(over: Partial<BackendDefinition> = {}): BackendDefinition {
   };
 }
 
-const labels = (pid: number, extra: Record<string, string> = {}) => ({ [LABEL_MANAGED]: 'true', [LABEL_OWNER_PID]: String(pid), [LABEL_OWNER_HOST]: hostname(), [LABEL_CREATED]: String(Date.now()), ...extra });
+const labels = (pid: number, extra: Record<string, string> = {}) => ({
+  [LABEL_MANAGED]: 'true',
+  [LABEL_OWNER_PID]: String(pid),
+  [LABEL_OWNER_HOST]: hostname(),
+  [LABEL_CREATED]: String(Date.now()),
+  ...extra,
+});
 
 describe('defineBackend', () => {
-  it('makes environments: spec parsed, capabilities refused with the hint, ids with namePrefix, labels merged under berth\'s', async () => {
+  it("makes environments: spec parsed, capabilities refused with the hint, ids with namePrefix, labels merged under berth's", async () => {
     const backend = defineBackend(definition({ options: { namePrefix: 'evals', labels: { team: 'a', [LABEL_MANAGED]: 'no' } } }));
     expect(backend.target).toBe('this machine');
     expect(() => backend.environment({ image: 'x', resources: { storageMb: 10 } })).toThrow(CapabilityError);
@@ -66,9 +79,14 @@ describe('defineBackend', () => {
 
     const badSpec = await defineBackend(definition({ checkSpec })).preflight({ image: 'x', resources: { storageMb: 1 } });
     expect(badSpec.ok).toBe(false);
-    expect(badSpec.checks.map((c) => [c.name, c.status])).toEqual([['api', 'ok'], ['spec', 'fail']]);
+    expect(badSpec.checks.map((c) => [c.name, c.status])).toEqual([
+      ['api', 'ok'],
+      ['spec', 'fail'],
+    ]);
 
-    const down = await defineBackend(definition({ checkSpec, checkApi: async () => Promise.reject(new Error('connect ECONNREFUSED')) })).preflight({ image: 'x' });
+    const down = await defineBackend(definition({ checkSpec, checkApi: async () => Promise.reject(new Error('connect ECONNREFUSED')) })).preflight({
+      image: 'x',
+    });
     expect(down.checks).toEqual([expect.objectContaining({ name: 'api', status: 'fail', message: 'connect ECONNREFUSED' })]);
     // Neither a refused spec nor a down API got as far as what the spec needs.
     expect(seen).toHaveLength(2);
@@ -102,7 +120,7 @@ describe('defineBackend', () => {
     expect(mine.removed).toEqual(['mine']);
   });
 
-  it('adds the backend\'s own methods, and renamed options are refused naming the new one', () => {
+  it("adds the backend's own methods, and renamed options are refused naming the new one", () => {
     const backend = defineBackend(definition(), { close: async () => 'closed' });
     expect(typeof backend.close).toBe('function');
     expect(() => refuseRenamedOptions({ preflightRegistries: [] }, { preflightRegistries: 'probeRegistries' }, 'k8s', 'createK8sBackend')).toThrow(

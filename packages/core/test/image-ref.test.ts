@@ -233,19 +233,16 @@ describe('parseMirrorRules', () => {
     expect(parseMirrorRules('')).toEqual([]);
   });
 
-  it.each(['docker.io/swebench/', 'a=b=c', '=mirror:5001/', 'swebench/=', 'https://docker.io/x=mirror:5001/x', 'a b=c'])(
-    'rejects %j',
-    (text) => {
-      let error: unknown;
-      try {
-        parseMirrorRules(text);
-      } catch (e) {
-        error = e;
-      }
-      expect(ConfigError.isInstance(error)).toBe(true);
-      expect((error as ConfigError).message).toMatch(/^Invalid mirror rule ".*": .*expected comma-separated from=to/);
-    },
-  );
+  it.each(['docker.io/swebench/', 'a=b=c', '=mirror:5001/', 'swebench/=', 'https://docker.io/x=mirror:5001/x', 'a b=c'])('rejects %j', (text) => {
+    let error: unknown;
+    try {
+      parseMirrorRules(text);
+    } catch (e) {
+      error = e;
+    }
+    expect(ConfigError.isInstance(error)).toBe(true);
+    expect((error as ConfigError).message).toMatch(/^Invalid mirror rule ".*": .*expected comma-separated from=to/);
+  });
 });
 
 describe('mirrorImage', () => {

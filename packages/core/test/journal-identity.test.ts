@@ -45,7 +45,10 @@ describe('the journal identity', () => {
     const cases: Array<[Record<string, string>, RegExp]> = [
       [{ ...first, agent: 'oracle' }, /agent \("none" there, "oracle" here\)/],
       [{ ...first, backend: 'k8s' }, /backend \("docker" there, "k8s" here\)/],
-      [{ ...first, target: 'https://10.0.0.1:6443 namespace evals' }, /target \("unix:\/\/\/var\/run\/docker.sock" there, "https:\/\/10.0.0.1:6443 namespace evals" here\)/],
+      [
+        { ...first, target: 'https://10.0.0.1:6443 namespace evals' },
+        /target \("unix:\/\/\/var\/run\/docker.sock" there, "https:\/\/10.0.0.1:6443 namespace evals" here\)/,
+      ],
       [{ ...first, overrides: 'sha256:abc' }, /overrides \(not set there, "sha256:abc" here\)/],
     ];
     for (const [identity, words] of cases) {
@@ -67,7 +70,13 @@ describe('the journal identity', () => {
   it('names added and removed tasks', async () => {
     const path = await journalPath();
     await run(tasks('a', 'b'), path);
-    const refused = await run([{ id: 't0', content: 'a' }, { id: 'zz', content: 'q' }], path).catch((e: unknown) => e as Error);
+    const refused = await run(
+      [
+        { id: 't0', content: 'a' },
+        { id: 'zz', content: 'q' },
+      ],
+      path,
+    ).catch((e: unknown) => e as Error);
     expect((refused as Error).message).toMatch(/tasks \(2 tasks there, 2 here; new: zz; gone: t1\)/);
   });
 
@@ -77,10 +86,14 @@ describe('the journal identity', () => {
     expect(before.result.report.score?.mean).toBe(1);
     // t1 edited (say solve.sh now fails): its old reward must not survive.
     const ran: string[] = [];
-    const after = await runTrials(tasks('a', 'B', 'c'), async (task) => {
-      ran.push(task.id);
-      return { reward: task.content === 'B' ? 0 : 1 };
-    }, { journal: path, taskVersion: (t) => t.content, runIdentity: { agent: 'oracle' } });
+    const after = await runTrials(
+      tasks('a', 'B', 'c'),
+      async (task) => {
+        ran.push(task.id);
+        return { reward: task.content === 'B' ? 0 : 1 };
+      },
+      { journal: path, taskVersion: (t) => t.content, runIdentity: { agent: 'oracle' } },
+    );
     expect(ran).toEqual(['t1']);
     expect(after.resume).toEqual({ reusedAttempts: 2, interruptedAttempts: 0, changedTasks: ['t1'] });
     expect(after.tasks.find((t) => t.taskId === 't1')).toMatchObject({ outcome: { reward: 0 }, chosenAttempt: 1, attempts: [{ attempt: 1 }] });
@@ -107,7 +120,10 @@ describe('the journal identity', () => {
 
   it('a journal written by an earlier berth is refused with the way to start over', async () => {
     const path = await journalPath();
-    await writeFile(path, `${JSON.stringify({ type: 'header', version: 1, fingerprint: 'x', taskCount: 1, maxAttempts: 3, scoreField: 'reward', createdAt: 0 })}\n`);
+    await writeFile(
+      path,
+      `${JSON.stringify({ type: 'header', version: 1, fingerprint: 'x', taskCount: 1, maxAttempts: 3, scoreField: 'reward', createdAt: 0 })}\n`,
+    );
     const refused = await run(tasks('a'), path).catch((e: unknown) => e as Error);
     expect(RunMismatchError.isInstance(refused)).toBe(true);
     expect((refused as Error).message).toMatch(/written by another berth \(version 1; this one writes 2\).*pass fresh: true/);

@@ -6,7 +6,10 @@ import { BackendUnavailableError } from '../src/index.js';
 import { retryIdempotent, type ApiRetryPolicy, type TransientAnswer } from '../src/kit/api-retry.js';
 
 class HttpError extends Error {
-  constructor(readonly status: number, readonly retryAfterMs?: number) {
+  constructor(
+    readonly status: number,
+    readonly retryAfterMs?: number,
+  ) {
     super(`HTTP ${status}`);
   }
 }

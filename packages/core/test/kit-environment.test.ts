@@ -258,7 +258,9 @@ describe('kit lifecycle', () => {
     });
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
     const before = timers();
-    const error = await environment(refusing).start().catch((e: unknown) => e);
+    const error = await environment(refusing)
+      .start()
+      .catch((e: unknown) => e);
     expect(ConfigError.isInstance(error)).toBe(true);
     expect(removed).toBe(1);
     expect(timers()).toBe(before);

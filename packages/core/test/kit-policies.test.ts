@@ -92,7 +92,11 @@ describe('creation limiter', () => {
     const giveUp = new AbortController();
     const hung = limiter.run(() => new Promise<never>(() => undefined), giveUp.signal);
     let told = 0;
-    const next = limiter.run(async () => 'next', undefined, () => told++);
+    const next = limiter.run(
+      async () => 'next',
+      undefined,
+      () => told++,
+    );
     expect(told).toBe(1);
     giveUp.abort(new Error('startup deadline'));
     await expect(hung).rejects.toThrow('startup deadline');
@@ -163,7 +167,13 @@ describe('a sweep: the rule, removals, and dry runs', () => {
 });
 
 describe('capability refusals', () => {
-  const caps = { gpus: false, networkModes: ['none'] as const, imageAuth: [], mounts: ['bind'] as const, resourceLimits: { cpus: true, memory: true, storage: false } };
+  const caps = {
+    gpus: false,
+    networkModes: ['none'] as const,
+    imageAuth: [],
+    mounts: ['bind'] as const,
+    resourceLimits: { cpus: true, memory: true, storage: false },
+  };
   it.each([
     ['gpus', { resources: { gpus: 1 } }],
     ['network', { network: 'public' }],

@@ -11,7 +11,12 @@ import { parseEnvironmentSpec } from '../src/spec.js';
 import { LocalTransport } from './support/local-transport.js';
 
 const unreachable = (operation: 'start' | 'teardown') =>
-  new BackendUnavailableError({ operation, backend: 'local', message: 'the engine is unreachable (ENOENT)', cause: Object.assign(new Error('connect ENOENT /tmp/nonexistent.sock'), { code: 'ENOENT' }) });
+  new BackendUnavailableError({
+    operation,
+    backend: 'local',
+    message: 'the engine is unreachable (ENOENT)',
+    cause: Object.assign(new Error('connect ENOENT /tmp/nonexistent.sock'), { code: 'ENOENT' }),
+  });
 
 /** A transport whose engine is down: create fails with the given outcome, remove fails `removeFailures` times. */
 class DownTransport extends LocalTransport {

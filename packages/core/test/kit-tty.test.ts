@@ -22,7 +22,11 @@ async function started(capabilities?: Pick<Capabilities, 'tty'>): Promise<{ env:
   return { env, transport };
 }
 
-const failure = (p: Promise<unknown>): Promise<unknown> => p.then(() => undefined, (e: unknown) => e);
+const failure = (p: Promise<unknown>): Promise<unknown> =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
 
 describe('kit: opts.tty', () => {
   it.each([
@@ -33,7 +37,14 @@ describe('kit: opts.tty', () => {
     for (const tty of [true, { rows: 40, cols: 120 }] as const) {
       const error = await failure(env.exec('echo should-not-run', { tty }));
       expect(CapabilityError.isInstance(error), String(error)).toBe(true);
-      expect(error).toMatchObject({ capability: 'exec.tty', backend: 'local', operation: 'exec', environmentId: env.id, category: 'permanent_infra', retryable: false });
+      expect(error).toMatchObject({
+        capability: 'exec.tty',
+        backend: 'local',
+        operation: 'exec',
+        environmentId: env.id,
+        category: 'permanent_infra',
+        retryable: false,
+      });
       expect((error as Error).message).toContain('cannot give a command a terminal');
     }
     expect(transport.spawned).toEqual([]);

@@ -38,7 +38,11 @@ describe('registry probe: the Bearer challenge and the token', () => {
   it('a public image: the challenge is parsed, an anonymous token asked for with its service and scope, and sent on the retried HEAD', async () => {
     const reg = registry();
     await expect(probeImage(ref('library/public-app'), undefined)).resolves.toEqual({ ok: true });
-    expect(reg.seen.map((r) => `${r.method} ${r.url.origin}${r.url.pathname}`)).toEqual([`HEAD ${manifest('library/public-app')}`, `GET ${REALM}`, `HEAD ${manifest('library/public-app')}`]);
+    expect(reg.seen.map((r) => `${r.method} ${r.url.origin}${r.url.pathname}`)).toEqual([
+      `HEAD ${manifest('library/public-app')}`,
+      `GET ${REALM}`,
+      `HEAD ${manifest('library/public-app')}`,
+    ]);
     const [first, token, retried] = reg.seen;
     expect(first!.authorization).toBeNull();
     expect(Object.fromEntries(token!.url.searchParams)).toEqual({ service: SERVICE, scope: 'repository:library/public-app:pull' });
@@ -61,7 +65,12 @@ describe('registry probe: the Bearer challenge and the token', () => {
     const [, token, retried] = reg.seen;
     expect(token!.method).toBe('POST');
     expect(token!.authorization).toBeNull();
-    expect(Object.fromEntries(token!.form!)).toMatchObject({ grant_type: 'refresh_token', refresh_token: IDENTITY, service: SERVICE, scope: 'repository:team/private-app:pull' });
+    expect(Object.fromEntries(token!.form!)).toMatchObject({
+      grant_type: 'refresh_token',
+      refresh_token: IDENTITY,
+      service: SERVICE,
+      scope: 'repository:team/private-app:pull',
+    });
     expect(retried!.authorization).toBe('Bearer issued-token-1-user');
   });
 
@@ -91,7 +100,10 @@ describe('registry probe: failures, and how they classify', () => {
   });
 
   it('401 after a token for the given credentials (insufficient_scope): unauthorized, the credentials rejected', async () => {
-    registry({ manifestAnswer: () => new HttpResponse(null, { status: 401, headers: { 'www-authenticate': `${challengeFor('team/private-app')},error="insufficient_scope"` } }) });
+    registry({
+      manifestAnswer: () =>
+        new HttpResponse(null, { status: 401, headers: { 'www-authenticate': `${challengeFor('team/private-app')},error="insufficient_scope"` } }),
+    });
     const probe = await probeImage(ref('team/private-app'), USER);
     expect(probe).toMatchObject({ ok: false, status: 401 });
     const error = classify(probe, ref('team/private-app').original, true);
@@ -102,7 +114,11 @@ describe('registry probe: failures, and how they classify', () => {
   it('the token service refuses the password: unauthorized, naming the token service, and the manifest is not asked again', async () => {
     const reg = registry({ users: { alice: 'another-password' } });
     const probe = await probeImage(ref('team/private-app'), USER);
-    expect(probe).toEqual({ ok: false, status: 401, message: `${REGISTRY}/team/private-app:1.0: unauthorized: authentication required (GET ${REALM}?service=${SERVICE}&scope=repository%3Ateam%2Fprivate-app%3Apull answered 401)` });
+    expect(probe).toEqual({
+      ok: false,
+      status: 401,
+      message: `${REGISTRY}/team/private-app:1.0: unauthorized: authentication required (GET ${REALM}?service=${SERVICE}&scope=repository%3Ateam%2Fprivate-app%3Apull answered 401)`,
+    });
     expect(reg.seen.map((r) => r.method)).toEqual(['HEAD', 'GET']);
     const error = classify(probe, ref('team/private-app').original, true);
     expect(ImagePullError.isInstance(error) && error.reason).toBe('unauthorized');
@@ -118,7 +134,11 @@ describe('registry probe: failures, and how they classify', () => {
   it('404 after the token: not_found', async () => {
     registry();
     const probe = await probeImage(ref('team/no-such-app'), USER);
-    expect(probe).toEqual({ ok: false, status: 404, message: `${REGISTRY}/team/no-such-app:1.0: manifest unknown: not found (HEAD ${manifest('team/no-such-app')} answered 404)` });
+    expect(probe).toEqual({
+      ok: false,
+      status: 404,
+      message: `${REGISTRY}/team/no-such-app:1.0: manifest unknown: not found (HEAD ${manifest('team/no-such-app')} answered 404)`,
+    });
     const error = classify(probe, ref('team/no-such-app').original, true);
     expect(ImagePullError.isInstance(error) && error.reason).toBe('not_found');
     expect(error.message).toContain('check the repository name and tag');
@@ -127,7 +147,12 @@ describe('registry probe: failures, and how they classify', () => {
   it('429 with Retry-After in seconds: rate_limited, the wait in the message and in retryAfterMs', async () => {
     registry({ manifestAnswer: () => new HttpResponse(null, { status: 429, headers: { 'retry-after': '30' } }) });
     const probe = await probeImage(ref('library/public-app'), undefined);
-    expect(probe).toEqual({ ok: false, status: 429, retryAfterMs: 30_000, message: `${REGISTRY}/library/public-app:1.0: toomanyrequests: retry after 30 s (HEAD ${manifest('library/public-app')} answered 429)` });
+    expect(probe).toEqual({
+      ok: false,
+      status: 429,
+      retryAfterMs: 30_000,
+      message: `${REGISTRY}/library/public-app:1.0: toomanyrequests: retry after 30 s (HEAD ${manifest('library/public-app')} answered 429)`,
+    });
     const error = classify(probe, ref('library/public-app').original, false);
     expect(error).toMatchObject({ reason: 'rate_limited', retryAfterMs: 30_000, retryable: true });
     expect(ImagePullError.isInstance(error) && error.toJSON()).toMatchObject({ retryAfterMs: 30_000 });
@@ -153,7 +178,9 @@ describe('registry probe: failures, and how they classify', () => {
 
   it('a token service that answers 200 without a token: an error saying so, not "unauthorized"', async () => {
     registry({ tokenAnswer: () => HttpResponse.json({ expires_in: 300 }) });
-    await expect(probeImage(ref('library/public-app'), undefined)).rejects.toThrow(`the token service of ${REGISTRY} (GET ${REALM}?service=${SERVICE}&scope=repository%3Alibrary%2Fpublic-app%3Apull) answered 200 without a token`);
+    await expect(probeImage(ref('library/public-app'), undefined)).rejects.toThrow(
+      `the token service of ${REGISTRY} (GET ${REALM}?service=${SERVICE}&scope=repository%3Alibrary%2Fpublic-app%3Apull) answered 200 without a token`,
+    );
   });
 
   it.each([
@@ -162,7 +189,10 @@ describe('registry probe: failures, and how they classify', () => {
     ['no parameters at all', 'Bearer'],
   ])('a malformed challenge (%s) is an error that says so and quotes it; no token is asked for', async (_, challenge) => {
     const reg = registry({ challenge });
-    const error = await probeImage(ref('library/public-app'), USER).then(() => undefined, (e: unknown) => e as Error);
+    const error = await probeImage(ref('library/public-app'), USER).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
     expect(error?.message).toMatch(new RegExp(`^${REGISTRY} answered 401 with a malformed Bearer challenge \\(.+\\): WWW-Authenticate: `));
     expect(error?.message).toContain(challenge);
     expect(error?.message).not.toMatch(/unauthori[sz]ed|not found/i);

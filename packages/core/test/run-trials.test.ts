@@ -209,26 +209,38 @@ describe('runTrials over 1,000 seeded tasks', () => {
 
   it('a first usable attempt that scored 0 keeps 0, though a later attempt would have scored 1', async () => {
     const calls: number[] = [];
-    const result = await runTrials(['t'], async (_t, ctx) => {
-      calls.push(ctx.attempt);
-      return { reward: ctx.attempt === 1 ? 0 : 1 };
-    }, { maxAttempts: 5 });
+    const result = await runTrials(
+      ['t'],
+      async (_t, ctx) => {
+        calls.push(ctx.attempt);
+        return { reward: ctx.attempt === 1 ? 0 : 1 };
+      },
+      { maxAttempts: 5 },
+    );
     expect(calls).toEqual([1]);
     expect(result.tasks[0]).toMatchObject({ status: 'scored', chosenAttempt: 1, outcome: { reward: 0 } });
     // and after a transient failure, the first usable one (0) is kept over a later 1
     const calls2: number[] = [];
-    const result2 = await runTrials(['t'], async (_t, ctx) => {
-      calls2.push(ctx.attempt);
-      if (ctx.attempt === 1) throw new SandboxLostError({ message: 'gone' });
-      return { reward: ctx.attempt === 2 ? 0 : 1 };
-    }, { maxAttempts: 5, backoff: { initialMs: 1 } });
+    const result2 = await runTrials(
+      ['t'],
+      async (_t, ctx) => {
+        calls2.push(ctx.attempt);
+        if (ctx.attempt === 1) throw new SandboxLostError({ message: 'gone' });
+        return { reward: ctx.attempt === 2 ? 0 : 1 };
+      },
+      { maxAttempts: 5, backoff: { initialMs: 1 } },
+    );
     expect(calls2).toEqual([1, 2]);
     expect(result2.tasks[0]).toMatchObject({ status: 'scored', chosenAttempt: 2, outcome: { reward: 0 } });
     // a task failure is usable too: not retried in the hope of a better reward
-    const result3 = await runTrials(['t'], async (_t, ctx) => {
-      if (ctx.attempt === 1) throw new TaskFailure({ message: 'tests failed', kind: 'VerifierFailed' });
-      return { reward: 1 };
-    }, { maxAttempts: 5 });
+    const result3 = await runTrials(
+      ['t'],
+      async (_t, ctx) => {
+        if (ctx.attempt === 1) throw new TaskFailure({ message: 'tests failed', kind: 'VerifierFailed' });
+        return { reward: 1 };
+      },
+      { maxAttempts: 5 },
+    );
     expect(result3.tasks[0]).toMatchObject({ status: 'scored', chosenAttempt: 1, failure: { type: 'VerifierFailed' } });
     expect(result3.report).toMatchObject({ scored: 1, taskFailures: 1, score: { mean: 0, over: 1 } });
   });
@@ -237,12 +249,16 @@ describe('runTrials over 1,000 seeded tasks', () => {
 describe('runTrials retries', () => {
   it('fires for tasks whose only result is an infra failure (seed 004: a result file is not health)', async () => {
     const clock = new VirtualClock();
-    const result = await runTrials(ids(520), async (id, ctx) => {
-      // The first attempt of nearly every case dies on infrastructure, but "has a result".
-      if (ctx.attempt === 1 && Number(id.slice(5)) % 8 !== 0) throw new SandboxLostError({ message: 'Sandbox not found' });
-      await clock.sleep(5);
-      return { reward: 1 };
-    }, { clock, maxAttempts: 3, concurrency: 32, random: () => 0.5 });
+    const result = await runTrials(
+      ids(520),
+      async (id, ctx) => {
+        // The first attempt of nearly every case dies on infrastructure, but "has a result".
+        if (ctx.attempt === 1 && Number(id.slice(5)) % 8 !== 0) throw new SandboxLostError({ message: 'Sandbox not found' });
+        await clock.sleep(5);
+        return { reward: 1 };
+      },
+      { clock, maxAttempts: 3, concurrency: 32, random: () => 0.5 },
+    );
     expect(result.report).toMatchObject({ total: 520, scored: 520, coverage: 1, valid: true, retries: 455 });
   });
 
@@ -251,32 +267,48 @@ describe('runTrials retries', () => {
     const events = new EventEmitter<RunEvents>();
     const delays: number[] = [];
     events.on('retry:scheduled', (e) => delays.push(e.delayMs));
-    await runTrials(['a'], async () => {
-      throw new SandboxLostError({ message: 'gone' });
-    }, { clock, events, maxAttempts: 5, random: () => 0, backoff: { initialMs: 100, multiplier: 3, maxMs: 1000, jitter: 0.5 } });
+    await runTrials(
+      ['a'],
+      async () => {
+        throw new SandboxLostError({ message: 'gone' });
+      },
+      { clock, events, maxAttempts: 5, random: () => 0, backoff: { initialMs: 100, multiplier: 3, maxMs: 1000, jitter: 0.5 } },
+    );
     expect(delays).toEqual([100, 300, 900, 1000]);
     const jittered: number[] = [];
     const ev2 = new EventEmitter<RunEvents>();
     ev2.on('retry:scheduled', (e) => jittered.push(e.delayMs));
-    await runTrials(['a'], async () => {
-      throw new ImagePullError({ message: 'slow down', image: 'x', reason: 'rate_limited', retryAfterMs: 5000 });
-    }, { clock: new VirtualClock(), events: ev2, maxAttempts: 3, random: () => 0.99, backoff: { initialMs: 100, jitter: 1 } });
+    await runTrials(
+      ['a'],
+      async () => {
+        throw new ImagePullError({ message: 'slow down', image: 'x', reason: 'rate_limited', retryAfterMs: 5000 });
+      },
+      { clock: new VirtualClock(), events: ev2, maxAttempts: 3, random: () => 0.99, backoff: { initialMs: 100, jitter: 1 } },
+    );
     expect(jittered).toEqual([5000, 5000]);
   });
 
   it('retryOn decides; unclassified errors are not retried by default', async () => {
     let calls = 0;
-    const result = await runTrials(['a'], async () => {
-      calls++;
-      throw new Error('weird');
-    }, { maxAttempts: 3 });
+    const result = await runTrials(
+      ['a'],
+      async () => {
+        calls++;
+        throw new Error('weird');
+      },
+      { maxAttempts: 3 },
+    );
     expect(calls).toBe(1);
     expect(result.report).toMatchObject({ unclassified: 1, valid: false, infraFailed: { unclassified: 1 } });
     calls = 0;
-    await runTrials(['a'], async () => {
-      calls++;
-      throw new Error('weird');
-    }, { maxAttempts: 3, retryOn: (f) => f.unclassified, backoff: { initialMs: 1 } });
+    await runTrials(
+      ['a'],
+      async () => {
+        calls++;
+        throw new Error('weird');
+      },
+      { maxAttempts: 3, retryOn: (f) => f.unclassified, backoff: { initialMs: 1 } },
+    );
     expect(calls).toBe(3);
   });
 });
@@ -286,12 +318,16 @@ describe('runTrials cancellation', () => {
     const controller = new AbortController();
     const clock = new VirtualClock();
     const started: string[] = [];
-    const result = await runTrials(ids(50), async (id, ctx) => {
-      started.push(id);
-      if (started.length === 10) controller.abort();
-      await clock.sleep(100, ctx.signal);
-      return { reward: 1 };
-    }, { clock, concurrency: 10, signal: controller.signal });
+    const result = await runTrials(
+      ids(50),
+      async (id, ctx) => {
+        started.push(id);
+        if (started.length === 10) controller.abort();
+        await clock.sleep(100, ctx.signal);
+        return { reward: 1 };
+      },
+      { clock, concurrency: 10, signal: controller.signal },
+    );
     expect(started.length).toBe(10);
     expect(result.report.notRun).toMatchObject({ total: 50, cancelled: 50 });
     expect(result.report.scored + result.report.infraFailed.total + result.report.notRun.total).toBe(50);
@@ -303,13 +339,17 @@ describe('runTrials cancellation', () => {
 
   it('an outcome that arrives while stopping is kept', async () => {
     const controller = new AbortController();
-    const result = await runTrials(['a', 'b'], async (id) => {
-      if (id === 'a') {
-        controller.abort();
-        return { reward: 1 };
-      }
-      return { reward: 0 };
-    }, { concurrency: 1, signal: controller.signal });
+    const result = await runTrials(
+      ['a', 'b'],
+      async (id) => {
+        if (id === 'a') {
+          controller.abort();
+          return { reward: 1 };
+        }
+        return { reward: 0 };
+      },
+      { concurrency: 1, signal: controller.signal },
+    );
     expect(result.tasks[0]).toMatchObject({ status: 'scored', outcome: { reward: 1 } });
     expect(result.tasks[1]).toMatchObject({ status: 'not_run', notRunReason: 'cancelled', attempts: [] });
   });
@@ -324,10 +364,14 @@ describe('runTrials events and validation', () => {
     }
     let last: unknown;
     events.on('run:progress', (p) => (last = p));
-    const result = await runTrials(ids(20), async (id, ctx) => {
-      if (ctx.attempt === 1 && id.endsWith('3')) throw new SandboxLostError({ message: 'x' });
-      return { reward: 1 };
-    }, { events, backoff: { initialMs: 1 } });
+    const result = await runTrials(
+      ids(20),
+      async (id, ctx) => {
+        if (ctx.attempt === 1 && id.endsWith('3')) throw new SandboxLostError({ message: 'x' });
+        return { reward: 1 };
+      },
+      { events, backoff: { initialMs: 1 } },
+    );
     expect(counts['attempt:start']).toBe(result.report.attempts);
     expect(counts['attempt:end']).toBe(result.report.attempts);
     expect(counts['retry:scheduled']).toBe(2);
@@ -368,7 +412,13 @@ describe('runTrials journal', () => {
   const summary = (r: RunResult) => ({
     ...r.report,
     durationMs: 0,
-    tasks: r.tasks.map((t) => ({ id: t.taskId, status: t.status, chosen: t.chosenAttempt, outcome: t.outcome, attempts: t.attempts.map((a) => [a.attempt, a.status, a.failure?.type]) })),
+    tasks: r.tasks.map((t) => ({
+      id: t.taskId,
+      status: t.status,
+      chosen: t.chosenAttempt,
+      outcome: t.outcome,
+      attempts: t.attempts.map((a) => [a.attempt, a.status, a.failure?.type]),
+    })),
   });
 
   const opts = (clock: VirtualClock) => ({ clock, concurrency: 8, random: mulberry32(3), backoff: { initialMs: 10 } });
@@ -385,10 +435,15 @@ describe('runTrials journal', () => {
       const log: Invocation[] = [];
       const resumed = await runTrials(ids(200), scenario(log, new VirtualClock()), { ...opts(new VirtualClock()), journal: path });
       expect(summary(resumed)).toEqual(summary(reference));
-      const reused = new Set((await readFile(path, 'utf8')).split('\n').filter((l) => l.includes('"type":"attempt"')).map((l) => {
-        const r = (JSON.parse(l) as { record: AttemptRecord }).record;
-        return `${r.taskId}#${r.attempt}`;
-      }));
+      const reused = new Set(
+        (await readFile(path, 'utf8'))
+          .split('\n')
+          .filter((l) => l.includes('"type":"attempt"'))
+          .map((l) => {
+            const r = (JSON.parse(l) as { record: AttemptRecord }).record;
+            return `${r.taskId}#${r.attempt}`;
+          }),
+      );
       // Everything the resumed process ran is new, and together they are the whole run.
       expect(log.length + resumed.resume!.reusedAttempts).toBe(reference.report.attempts);
       expect(reused.size).toBe(reference.report.attempts);
@@ -400,7 +455,11 @@ describe('runTrials journal', () => {
     const firstLog: Invocation[] = [];
     const controller = new AbortController();
     const clock1 = new VirtualClock();
-    const partial = await runTrials(ids(200), scenario(firstLog, clock1, { count: 120, controller }), { ...opts(clock1), journal: path, signal: controller.signal });
+    const partial = await runTrials(ids(200), scenario(firstLog, clock1, { count: 120, controller }), {
+      ...opts(clock1),
+      journal: path,
+      signal: controller.signal,
+    });
     expect(partial.report.notRun.cancelled).toBeGreaterThan(0);
     const secondLog: Invocation[] = [];
     const clock2 = new VirtualClock();
@@ -419,10 +478,14 @@ describe('runTrials journal', () => {
   it('tolerates a torn last line and continues attempt numbers', async () => {
     const path = await journalPath();
     let calls = 0;
-    await runTrials(['a'], async () => {
-      calls++;
-      throw new SandboxLostError({ message: 'gone' });
-    }, { journal: path, maxAttempts: 2, backoff: { initialMs: 1 } });
+    await runTrials(
+      ['a'],
+      async () => {
+        calls++;
+        throw new SandboxLostError({ message: 'gone' });
+      },
+      { journal: path, maxAttempts: 2, backoff: { initialMs: 1 } },
+    );
     expect(calls).toBe(2);
     await appendFile(path, '{"type":"attempt","record":{"taskId":"a","attem');
     // More attempts are allowed now? No: same options; the torn line is ignored, the task is decided.
@@ -440,10 +503,14 @@ describe('runTrials journal', () => {
     const fresh = await journalPath();
     await writeFile(fresh, `${header}\n${JSON.stringify({ type: 'start', taskId: 'b', attempt: 1, at: 0 })}\n`);
     const calls: string[] = [];
-    const result = await runTrials(['a', 'b'], async (id, ctx) => {
-      calls.push(`${id}#${ctx.attempt}`);
-      return { reward: 1 };
-    }, { journal: fresh });
+    const result = await runTrials(
+      ['a', 'b'],
+      async (id, ctx) => {
+        calls.push(`${id}#${ctx.attempt}`);
+        return { reward: 1 };
+      },
+      { journal: fresh },
+    );
     expect(result.resume).toEqual({ reusedAttempts: 0, interruptedAttempts: 1, changedTasks: [] });
     expect(calls).toEqual(['a#1', 'b#1']);
   });
@@ -451,7 +518,9 @@ describe('runTrials journal', () => {
   it('refuses a journal from another run, and a corrupt one', async () => {
     const path = await journalPath();
     await runTrials(['a', 'b'], async () => ({ reward: 1 }), { journal: path });
-    await expect(runTrials(['a', 'b', 'c'], async () => ({ reward: 1 }), { journal: path })).rejects.toThrow(/different run: tasks \(2 tasks there, 3 here; new: c\)/);
+    await expect(runTrials(['a', 'b', 'c'], async () => ({ reward: 1 }), { journal: path })).rejects.toThrow(
+      /different run: tasks \(2 tasks there, 3 here; new: c\)/,
+    );
     await expect(runTrials(['a', 'b'], async () => ({ reward: 1 }), { journal: path, maxAttempts: 5 })).rejects.toThrow(/maxAttempts \(3 there, 5 here\)/);
     const lines = (await readFile(path, 'utf8')).split('\n');
     lines[1] = '{not json';
@@ -468,10 +537,14 @@ describe('runTrials bookkeeping failures', () => {
     });
     let ran = 0;
     await expect(
-      runTrials(ids(50), async () => {
-        ran++;
-        return { reward: 1 };
-      }, { events, concurrency: 2 }),
+      runTrials(
+        ids(50),
+        async () => {
+          ran++;
+          return { reward: 1 };
+        },
+        { events, concurrency: 2 },
+      ),
     ).rejects.toThrow('listener bug');
     expect(ran).toBeLessThan(50);
   });
@@ -480,9 +553,13 @@ describe('runTrials bookkeeping failures', () => {
     const a = new SandboxLostError({ message: 'outer' });
     const b = new Error('middle', { cause: a });
     Object.defineProperty(a, 'cause', { value: b });
-    const result = await runTrials(['t'], async () => {
-      throw a;
-    }, { maxAttempts: 1 });
+    const result = await runTrials(
+      ['t'],
+      async () => {
+        throw a;
+      },
+      { maxAttempts: 1 },
+    );
     expect(result.tasks[0]?.failure?.error.cause?.cause?.message).toContain('cycle');
   });
 });

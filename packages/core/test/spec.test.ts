@@ -18,12 +18,7 @@ describe('parseEnvironmentSpec', () => {
   });
 
   it('accepts every auth form', () => {
-    for (const auth of [
-      { username: 'u', password: 'p' },
-      { identityToken: 't' },
-      { aws: { region: 'us-east-1' } },
-      { secretName: 'ghcr-creds' },
-    ]) {
+    for (const auth of [{ username: 'u', password: 'p' }, { identityToken: 't' }, { aws: { region: 'us-east-1' } }, { secretName: 'ghcr-creds' }]) {
       const parsed = parseEnvironmentSpec({ image: { ref: 'ghcr.io/a/b:1', auth } }).image.auth as Record<string, unknown>;
       for (const [key, value] of Object.entries(auth)) expect(parsed[key]).toEqual(value);
     }
@@ -33,8 +28,16 @@ describe('parseEnvironmentSpec', () => {
     const spec = parseEnvironmentSpec({
       image: { ref: 'r.example/a:1', auth: { username: 'bot', password: 'pr1nt-me-not' } },
     });
-    const aws = parseEnvironmentSpec({ image: { ref: 'r.example/a:1', auth: { aws: { accessKeyId: 'AKIAEXAMPLE', secretAccessKey: 'aws-s3cret-key', sessionToken: 'aws-s3ssion-token' } } } });
-    const printed = [JSON.stringify(spec), inspect(spec, { depth: 10 }), JSON.stringify(aws), inspect(aws, { depth: 10 }), JSON.stringify({ ...spec.image.auth })].join('\n');
+    const aws = parseEnvironmentSpec({
+      image: { ref: 'r.example/a:1', auth: { aws: { accessKeyId: 'AKIAEXAMPLE', secretAccessKey: 'aws-s3cret-key', sessionToken: 'aws-s3ssion-token' } } },
+    });
+    const printed = [
+      JSON.stringify(spec),
+      inspect(spec, { depth: 10 }),
+      JSON.stringify(aws),
+      inspect(aws, { depth: 10 }),
+      JSON.stringify({ ...spec.image.auth }),
+    ].join('\n');
     for (const secret of ['pr1nt-me-not', 'aws-s3cret-key', 'aws-s3ssion-token']) expect(printed).not.toContain(secret);
     expect(printed).toContain('bot');
     expect((spec.image.auth as { password: string }).password).toBe('pr1nt-me-not');

@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { ImagePullError, SandboxLostError, TaskFailure } from '../src/errors.js';
 import { attemptFailure } from '../src/trials/attempt-failure.js';
-import { defaultRetryOn, nextStep, startStep, taskRecord, taskStatus, usable, type RetryOn, type RetryPolicy, type TaskHistory } from '../src/trials/decision.js';
+import {
+  defaultRetryOn,
+  nextStep,
+  startStep,
+  taskRecord,
+  taskStatus,
+  usable,
+  type RetryOn,
+  type RetryPolicy,
+  type TaskHistory,
+} from '../src/trials/decision.js';
 import type { AttemptFailure, AttemptRecord } from '../src/trials/types.js';
 
 // ------------------------------------------------------------------ attempts as a run records them
@@ -68,7 +78,10 @@ describe('taskRecord: the chosen trial', () => {
   });
 
   it('reports the last failure when nothing was usable, and why a task did not run', () => {
-    expect(taskRecord(task([failed(1, 'transient'), failed(2, 'permanent')]))).toMatchObject({ status: 'infra_failed', failure: { category: 'permanent_infra' } });
+    expect(taskRecord(task([failed(1, 'transient'), failed(2, 'permanent')]))).toMatchObject({
+      status: 'infra_failed',
+      failure: { category: 'permanent_infra' },
+    });
     const stopped = taskRecord(task([failed(1, 'cancelled', { stoppedBy: 'deadline' })], { stopReason: 'deadline' }));
     expect(stopped).toMatchObject({ status: 'not_run', notRunReason: 'deadline', failure: { stoppedBy: 'deadline' } });
     expect(taskRecord(task([]))).toEqual({ taskId: 't', status: 'not_run', notRunReason: 'cancelled', attempts: [] });
@@ -95,7 +108,8 @@ describe('taskStatus', () => {
   });
 
   it('infra_failed when every attempt failed on infrastructure', () => {
-    for (const kind of ['transient', 'permanent', 'unclassified'] as const) expect(taskStatus(task([failed(1, 'transient'), failed(2, kind)]))).toBe('infra_failed');
+    for (const kind of ['transient', 'permanent', 'unclassified'] as const)
+      expect(taskStatus(task([failed(1, 'transient'), failed(2, kind)]))).toBe('infra_failed');
   });
 });
 
@@ -185,14 +199,22 @@ describe('startStep (resuming from a journal)', () => {
 
 describe('attemptFailure', () => {
   it('records the classification and the whole error, secrets redacted', () => {
-    const failure = attemptFailure(new ImagePullError({ message: 'slow down, token=ghp_abcdefghijklmnopqrstuvwxyz0123456789', image: 'x', reason: 'rate_limited', retryAfterMs: 5000 }), undefined);
+    const failure = attemptFailure(
+      new ImagePullError({ message: 'slow down, token=ghp_abcdefghijklmnopqrstuvwxyz0123456789', image: 'x', reason: 'rate_limited', retryAfterMs: 5000 }),
+      undefined,
+    );
     expect(failure).toMatchObject({ category: 'transient_infra', retryable: true, retryAfterMs: 5000, error: { name: 'ImagePullError' } });
     expect(failure.message).not.toContain('ghp_abcdefghijklmnopqrstuvwxyz0123456789');
     expect(failure.stoppedBy).toBeUndefined();
   });
 
   it('marks what a stopped attempt threw as cancelled by the run, not its own failure', () => {
-    expect(attemptFailure(new SandboxLostError({ message: 'gone' }), 'deadline')).toMatchObject({ category: 'cancelled', retryable: false, stoppedBy: 'deadline', type: 'SandboxLostError' });
+    expect(attemptFailure(new SandboxLostError({ message: 'gone' }), 'deadline')).toMatchObject({
+      category: 'cancelled',
+      retryable: false,
+      stoppedBy: 'deadline',
+      type: 'SandboxLostError',
+    });
   });
 
   it('keeps a task failure as the task’s verdict, stopped or not', () => {

@@ -44,6 +44,8 @@ describe('runTrials during a backend outage', () => {
   });
 
   it('refuses a negative pause', async () => {
-    await expect(runTrials(['a'], async () => ({ reward: 1 }), { outagePause: { initialMs: -1 } })).rejects.toThrow(/outagePause.initialMs must be a number of milliseconds >= 0, got -1/);
+    await expect(runTrials(['a'], async () => ({ reward: 1 }), { outagePause: { initialMs: -1 } })).rejects.toThrow(
+      /outagePause.initialMs must be a number of milliseconds >= 0, got -1/,
+    );
   });
 });

@@ -27,7 +27,14 @@ describe('run report', () => {
   });
 
   it('an attempt after one the run stopped is not a retry', () => {
-    const stopped = { category: 'cancelled' as const, type: 'CancelledError', message: 'stopped', unclassified: false, retryable: false, stoppedBy: 'cancelled' as const };
+    const stopped = {
+      category: 'cancelled' as const,
+      type: 'CancelledError',
+      message: 'stopped',
+      unclassified: false,
+      retryable: false,
+      stoppedBy: 'cancelled' as const,
+    };
     const lost = { category: 'transient_infra' as const, type: 'SandboxLostError', message: 'lost', unclassified: false, retryable: true };
     const tasks: TaskRecord[] = [
       {
@@ -63,10 +70,14 @@ describe('duration across a resume', () => {
     try {
       const journal = join(dir, 'journal.jsonl');
       const run = (clock: InstanceType<typeof VirtualClock>, deadlineMs?: number) =>
-        runTrials(['a', 'b', 'c'], async (_task, { signal }) => {
-          await clock.sleep(1000, signal);
-          return { reward: 1 };
-        }, { journal, clock, concurrency: 1, ...(deadlineMs ? { deadlineMs } : {}) });
+        runTrials(
+          ['a', 'b', 'c'],
+          async (_task, { signal }) => {
+            await clock.sleep(1000, signal);
+            return { reward: 1 };
+          },
+          { journal, clock, concurrency: 1, ...(deadlineMs ? { deadlineMs } : {}) },
+        );
       const first = await run(new VirtualClock(), 1500);
       expect(first.report.durationMs).toBe(1500);
       // Resumed much later: the time in between is not the run's.

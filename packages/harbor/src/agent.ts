@@ -34,10 +34,7 @@ export function execTiming(result: ExecResult): Partial<StepTiming> {
 /** Keep a command's output beside result.json, byte for byte. */
 export async function saveOutput(dir: string, prefix: string, result: ExecResult): Promise<void> {
   await mkdir(dir, { recursive: true });
-  await Promise.all([
-    writeFile(join(dir, `${prefix}stdout.txt`), result.stdoutBytes),
-    writeFile(join(dir, `${prefix}stderr.txt`), result.stderrBytes),
-  ]);
+  await Promise.all([writeFile(join(dir, `${prefix}stdout.txt`), result.stdoutBytes), writeFile(join(dir, `${prefix}stderr.txt`), result.stderrBytes)]);
 }
 
 interface AgentRun {

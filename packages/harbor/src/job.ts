@@ -1,15 +1,6 @@
 import { createHash } from 'node:crypto';
 import { join, relative, resolve } from 'node:path';
-import {
-  ConfigError,
-  RunMismatchError,
-  runTrials,
-  type Backend,
-  type RunReport,
-  type RunResult,
-  type RunTrialsOptions,
-  type TaskRecord,
-} from '@berth/core';
+import { ConfigError, RunMismatchError, runTrials, type Backend, type RunReport, type RunResult, type RunTrialsOptions, type TaskRecord } from '@berth/core';
 import { agentName, type HarborAgent } from './agent.js';
 import { loadHarborTasks } from './load-task.js';
 import { setJobAside } from './job-dir.js';
@@ -142,7 +133,20 @@ function jobIdentity(backend: Backend, agent: HarborAgent, agentId: string | und
  * files and <jobDir>/report.json. Returns runTrials' result.
  */
 export async function runHarborJob(options: HarborJobOptions): Promise<RunResult<HarborOutcome>> {
-  const { tasks: given, tasksDir, backend, agent = 'oracle', agentId, specOverrides, hooks, hostEnv, journal, jobDir: jobDirOption, fresh, ...runOptions } = options;
+  const {
+    tasks: given,
+    tasksDir,
+    backend,
+    agent = 'oracle',
+    agentId,
+    specOverrides,
+    hooks,
+    hostEnv,
+    journal,
+    jobDir: jobDirOption,
+    fresh,
+    ...runOptions
+  } = options;
   if (given === undefined && tasksDir === undefined) {
     throw new ConfigError({ operation: 'config', path: 'tasks', message: 'runHarborJob needs tasks or a tasksDir to load them from' });
   }
@@ -153,7 +157,14 @@ export async function runHarborJob(options: HarborJobOptions): Promise<RunResult
   if (fresh) await setJobAside(jobDir);
 
   const startedAt = new Date();
-  const trial = createHarborTrial({ backend, jobDir, agent, ...(specOverrides ? { specOverrides } : {}), ...(hooks ? { hooks } : {}), ...(hostEnv ? { hostEnv } : {}) });
+  const trial = createHarborTrial({
+    backend,
+    jobDir,
+    agent,
+    ...(specOverrides ? { specOverrides } : {}),
+    ...(hooks ? { hooks } : {}),
+    ...(hostEnv ? { hostEnv } : {}),
+  });
   let result: RunResult<HarborOutcome>;
   try {
     result = await runTrials(tasks, trial, {

@@ -46,7 +46,11 @@ function sizeMb(file: string, env: EnvironmentTable, key: 'memory' | 'storage', 
   if (typeof text !== 'string') return mb;
   const parsed = parseSizeToMb(text);
   if (parsed === undefined) {
-    throw fieldError(file, `${at}.${key}`, `must be a size with a unit such as "2G" or "512M", got ${JSON.stringify(text)} (for a plain number of megabytes use ${key}_mb)`);
+    throw fieldError(
+      file,
+      `${at}.${key}`,
+      `must be a size with a unit such as "2G" or "512M", got ${JSON.stringify(text)} (for a plain number of megabytes use ${key}_mb)`,
+    );
   }
   if (mb !== undefined && mb !== parsed) {
     throw fieldError(file, `${at}.${key}`, `(${parsed} MiB) disagrees with ${at}.${key}_mb (${mb}); give one of them`);
@@ -93,7 +97,8 @@ async function imageOf(file: string, taskDir: string, toml: TaskToml, notes: str
     return { image: { ref }, ...(entries.length > 0 ? { environmentDir: envDir } : {}) };
   }
   if (hasDockerfile) return { image: { build: { context: envDir, dockerfile: 'Dockerfile' } } };
-  const hint = typeof (toml.environment as Record<string, unknown>).image === 'string' ? ' (environment.image is not a harbor field: did you mean docker_image?)' : '';
+  const hint =
+    typeof (toml.environment as Record<string, unknown>).image === 'string' ? ' (environment.image is not a harbor field: did you mean docker_image?)' : '';
   throw fieldError(file, 'environment.docker_image', `is missing and there is no environment/Dockerfile to build: give one of them${hint}`);
 }
 
@@ -149,7 +154,11 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
   if (separate) {
     const hasTable = toml.verifier.environment !== undefined;
     if ((await kindOf(join(testsDir, 'docker-compose.yaml'))) === 'file') {
-      throw fieldError(configPath, 'tests/docker-compose.yaml', 'is a multi-container verifier environment, which berth does not run: it runs one sandbox per phase');
+      throw fieldError(
+        configPath,
+        'tests/docker-compose.yaml',
+        'is a multi-container verifier environment, which berth does not run: it runs one sandbox per phase',
+      );
     }
     const testsDockerfile = (await kindOf(join(testsDir, 'Dockerfile'))) === 'file' ? testsDir : undefined;
     const at = hasTable ? 'verifier.environment' : 'environment';

@@ -4,9 +4,7 @@ import { LABEL_TASK, taskLabelValue } from './labels.js';
 import type { HarborNetwork, HarborTask, HarborVerifierEnvironment } from './task.js';
 
 /** Extra spec fields for every task (merged one level deep), or a function that rewrites the spec. */
-export type SpecOverrides =
-  | Partial<EnvironmentSpecInput>
-  | ((spec: EnvironmentSpecInput, task: HarborTask) => EnvironmentSpecInput);
+export type SpecOverrides = Partial<EnvironmentSpecInput> | ((spec: EnvironmentSpecInput, task: HarborTask) => EnvironmentSpecInput);
 
 export interface BuiltSpec {
   spec: EnvironmentSpecInput;
@@ -68,7 +66,12 @@ export function switchesNetwork(task: HarborTask): boolean {
  * environment does not enforce: it is requested only where the backend can honour it and
  * otherwise recorded in `notes`. gpus is a requirement: a backend without GPUs refuses the task.
  */
-export function buildSpec(task: HarborTask, backend: Pick<Backend, 'capabilities' | 'name'>, overrides?: SpecOverrides, hostEnv: HostEnv = process.env): BuiltSpec {
+export function buildSpec(
+  task: HarborTask,
+  backend: Pick<Backend, 'capabilities' | 'name'>,
+  overrides?: SpecOverrides,
+  hostEnv: HostEnv = process.env,
+): BuiltSpec {
   const switched = switchesNetwork(task);
   if (switched && !backend.capabilities.networkSwitch) {
     const { environment, agent, verifier } = task.network;
@@ -88,12 +91,23 @@ export function buildSpec(task: HarborTask, backend: Pick<Backend, 'capabilities
       message: `task ${task.id} runs its ${users.map(([phase, user]) => `${phase} as user "${user}"`).join(' and its ')}; the ${backend.name} backend cannot run a command as another user. Use a backend that can (docker), or an image whose default user is the one the task needs`,
     });
   }
-  const sandbox = { image: task.image, buildTimeoutSec: task.buildTimeoutSec, resources: task.resources, env: task.env.environment, ...(task.workdir ? { workdir: task.workdir } : {}) };
+  const sandbox = {
+    image: task.image,
+    buildTimeoutSec: task.buildTimeoutSec,
+    resources: task.resources,
+    env: task.env.environment,
+    ...(task.workdir ? { workdir: task.workdir } : {}),
+  };
   return sandboxSpec(task, sandbox, 'environment', { network: task.network.environment, networkSwitch: switched }, backend, overrides, hostEnv);
 }
 
 /** The spec of a separate verifier's sandbox: on the verifier's network from the start (it runs nothing else). */
-export function buildVerifierSpec(task: HarborTask, backend: Pick<Backend, 'capabilities' | 'name'>, overrides?: SpecOverrides, hostEnv: HostEnv = process.env): BuiltSpec {
+export function buildVerifierSpec(
+  task: HarborTask,
+  backend: Pick<Backend, 'capabilities' | 'name'>,
+  overrides?: SpecOverrides,
+  hostEnv: HostEnv = process.env,
+): BuiltSpec {
   const v = task.verifierEnvironment;
   if (!v) throw new Error(`task ${task.id} has no separate verifier environment`);
   const field = 'verifier.environment';
@@ -123,7 +137,10 @@ function sandboxSpec(
   if (sandbox.resources.memoryMb !== undefined) resources.memoryMb = sandbox.resources.memoryMb;
   if (sandbox.resources.storageMb !== undefined) {
     if (backend.capabilities.resourceLimits.storage) resources.storageMb = sandbox.resources.storageMb;
-    else notes.push(`storage limit of ${sandbox.resources.storageMb} MiB not applied: the ${backend.name} backend cannot limit storage (harbor's Docker environment does not either)`);
+    else
+      notes.push(
+        `storage limit of ${sandbox.resources.storageMb} MiB not applied: the ${backend.name} backend cannot limit storage (harbor's Docker environment does not either)`,
+      );
   }
   if ((sandbox.resources.gpus ?? 0) > 0) resources.gpus = sandbox.resources.gpus;
   const image = 'ref' in sandbox.image ? sandbox.image.ref : { build: { ...sandbox.image.build, timeoutMs: sandbox.buildTimeoutSec * 1000 } };
@@ -149,7 +166,13 @@ export function resolvedEnvironment(task: HarborTask, spec: EnvironmentSpecInput
         ? image
         : 'ref' in image
           ? image.ref
-          : { build: { context: image.build.context, dockerfile: image.build.dockerfile ?? 'Dockerfile', timeoutSec: (image.build.timeoutMs ?? DEFAULT_BUILD_TIMEOUT_MS) / 1000 } },
+          : {
+              build: {
+                context: image.build.context,
+                dockerfile: image.build.dockerfile ?? 'Dockerfile',
+                timeoutSec: (image.build.timeoutMs ?? DEFAULT_BUILD_TIMEOUT_MS) / 1000,
+              },
+            },
     network: { ...task.network, switched: spec.networkSwitch === true },
     env: {
       environment: Object.keys(spec.env ?? {}).sort(),
@@ -159,7 +182,11 @@ export function resolvedEnvironment(task: HarborTask, spec: EnvironmentSpecInput
     resources: { ...spec.resources },
     users: { ...task.users },
     ...(task.workdir ? { workdir: task.workdir } : {}),
-    timeouts: { agentSec: task.agentTimeoutSec ?? null, verifierSec: task.verifierTimeoutSec, ...('build' in task.image ? { buildSec: task.buildTimeoutSec } : {}) },
+    timeouts: {
+      agentSec: task.agentTimeoutSec ?? null,
+      verifierSec: task.verifierTimeoutSec,
+      ...('build' in task.image ? { buildSec: task.buildTimeoutSec } : {}),
+    },
     ...(task.healthcheck ? { healthcheck: task.healthcheck.command } : {}),
     ...(task.verifierEnvironment ? { verifierSandbox: verifierRecord(task, task.verifierEnvironment) } : {}),
   };

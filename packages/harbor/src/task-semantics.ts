@@ -1,5 +1,12 @@
 import { CapabilityError } from '@berth/core';
-import { DEFAULT_BUILD_TIMEOUT_SEC, type HarborArtifact, type HarborHealthcheck, type HarborNetwork, type HarborTask, type HarborVerifierEnvironment } from './task.js';
+import {
+  DEFAULT_BUILD_TIMEOUT_SEC,
+  type HarborArtifact,
+  type HarborHealthcheck,
+  type HarborNetwork,
+  type HarborTask,
+  type HarborVerifierEnvironment,
+} from './task.js';
 import { fieldError, likelyMeant, parseVerifierEnvironment, unknownFields, type EnvironmentTable, type TaskToml } from './task-toml.js';
 
 // What task.toml's settings mean, as harbor (0.26) applies them; pure functions over the parsed
@@ -47,7 +54,11 @@ function refuseEnvironment(file: string, at: string, env: EnvironmentTable): voi
   }
   if (env.tpu !== undefined) throw unsupported(file, 'tpu', `${at}.tpu asks for TPUs, which no berth backend provides`);
   if (env.gpu_types !== undefined && (env.gpus ?? 0) > 0) {
-    throw unsupported(file, 'gpu_types', `${at}.gpu_types (${env.gpu_types.join(', ')}) asks for particular GPUs, which no berth backend can choose; remove it to take any GPU`);
+    throw unsupported(
+      file,
+      'gpu_types',
+      `${at}.gpu_types (${env.gpu_types.join(', ')}) asks for particular GPUs, which no berth backend can choose; remove it to take any GPU`,
+    );
   }
 }
 
@@ -77,7 +88,11 @@ export function refuseUnsupported(file: string, toml: TaskToml, hasCompose: stri
     throw fieldError(file, '[[steps]]', 'makes a multi-step task, which berth does not run yet: each step would need its own agent and verifier phase');
   }
   if (v.collect !== undefined && v.collect.length > 0) {
-    throw fieldError(file, '[[verifier.collect]]', 'runs collection commands between the agent and the verifier, which berth does not run yet; remove them or run the task with harbor');
+    throw fieldError(
+      file,
+      '[[verifier.collect]]',
+      'runs collection commands between the agent and the verifier, which berth does not run yet; remove them or run the task with harbor',
+    );
   }
   refuseEnvironment(file, 'environment', toml.environment);
   for (const [i, entry] of (toml.artifacts ?? []).entries()) {
@@ -120,17 +135,23 @@ export function acceptedNotes(root: Record<string, unknown>, toml: TaskToml): st
     return `${field} is not a harbor task.toml field: ignored (harbor ignores it too)${meant ? `; did you mean ${meant}?` : ''}`;
   });
   const env = toml.environment;
-  if (env.gpu_types !== undefined && !((env.gpus ?? 0) > 0)) notes.push(`environment.gpu_types (${env.gpu_types.join(', ')}) ignored: the task asks for no GPUs`);
+  if (env.gpu_types !== undefined && !((env.gpus ?? 0) > 0))
+    notes.push(`environment.gpu_types (${env.gpu_types.join(', ')}) ignored: the task asks for no GPUs`);
   if (env.memory !== undefined && typeof env.memory !== 'string') {
-    notes.push(`environment.memory = ${String(env.memory)} is not a size string; harbor drops it, so no memory limit comes from it (write memory_mb to set one)`);
+    notes.push(
+      `environment.memory = ${String(env.memory)} is not a size string; harbor drops it, so no memory limit comes from it (write memory_mb to set one)`,
+    );
   }
   if (env.storage !== undefined && typeof env.storage !== 'string') {
     notes.push(`environment.storage = ${String(env.storage)} is not a size string; harbor drops it, so no storage limit comes from it`);
   }
-  if (env.mcp_servers?.length) notes.push(`environment.mcp_servers (${env.mcp_servers.length}) are given to agent functions as task.agentConfig.mcpServers; the oracle does not use them`);
+  if (env.mcp_servers?.length)
+    notes.push(`environment.mcp_servers (${env.mcp_servers.length}) are given to agent functions as task.agentConfig.mcpServers; the oracle does not use them`);
   if (env.skills_dir !== undefined) notes.push(`environment.skills_dir is given to agent functions as task.agentConfig.skillsDir; the oracle does not use it`);
   const verifierEnv = (root.verifier as Record<string, unknown> | undefined)?.environment as Record<string, unknown> | undefined;
-  const agentOnly = ['mcp_servers', 'skills_dir'].filter((k) => verifierEnv?.[k] !== undefined && !(Array.isArray(verifierEnv[k]) && (verifierEnv[k] as unknown[]).length === 0));
+  const agentOnly = ['mcp_servers', 'skills_dir'].filter(
+    (k) => verifierEnv?.[k] !== undefined && !(Array.isArray(verifierEnv[k]) && (verifierEnv[k] as unknown[]).length === 0),
+  );
   for (const key of agentOnly) notes.push(`verifier.environment.${key} ignored: the verifier's sandbox runs no agent`);
   return notes;
 }
@@ -158,7 +179,11 @@ export function verifierEnvironmentOf(
   sizes: { memoryMb?: number; storageMb?: number },
 ): HarborVerifierEnvironment {
   const image: HarborVerifierEnvironment['image'] =
-    fromVerifierTable && table.docker_image ? { ref: table.docker_image } : testsDockerfile ? { build: { context: testsDockerfile, dockerfile: 'Dockerfile' } } : agentImage;
+    fromVerifierTable && table.docker_image
+      ? { ref: table.docker_image }
+      : testsDockerfile
+        ? { build: { context: testsDockerfile, dockerfile: 'Dockerfile' } }
+        : agentImage;
   const healthcheck = healthcheckOf(table);
   return {
     image,

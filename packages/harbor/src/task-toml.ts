@@ -21,21 +21,33 @@ const check = <T>(ok: (value: unknown) => boolean, what: string) =>
   });
 
 const positive = (integer = false) =>
-  check<number>((v) => typeof v === 'number' && Number.isFinite(v) && v > 0 && (!integer || Number.isInteger(v)), `a positive ${integer ? 'integer' : 'number'}`);
+  check<number>(
+    (v) => typeof v === 'number' && Number.isFinite(v) && v > 0 && (!integer || Number.isInteger(v)),
+    `a positive ${integer ? 'integer' : 'number'}`,
+  );
 const count = check<number>((v) => typeof v === 'number' && Number.isInteger(v) && v >= 0, 'a whole number >= 0');
 const flag = check<boolean>((v) => typeof v === 'boolean', 'true or false');
 const text = check<string>((v) => typeof v === 'string' && v.trim() !== '', 'a non-empty string');
 const texts = check<string[]>((v) => Array.isArray(v) && v.every((s) => typeof s === 'string'), 'an array of strings');
 /** A user name or uid: harbor takes either. */
-const user = check<string | number>((v) => (typeof v === 'string' && v.trim() !== '') || (typeof v === 'number' && Number.isInteger(v) && v >= 0), 'a user name or a uid');
+const user = check<string | number>(
+  (v) => (typeof v === 'string' && v.trim() !== '') || (typeof v === 'number' && Number.isInteger(v) && v >= 0),
+  'a user name or a uid',
+);
 const absolute = check<string>((v) => typeof v === 'string' && v.startsWith('/'), 'an absolute path in the sandbox');
 /** An env table: names to string values (harbor's dict[str, str]; numbers are not converted). */
 const envTable = check<Record<string, string>>(
   (v) => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date) && Object.values(v).every((s) => typeof s === 'string'),
   'a table of strings, e.g. NAME = "value" or NAME = "${HOST_VAR:-default}"',
 );
-const networkMode = check<'public' | 'no-network' | 'allowlist'>((v) => v === 'public' || v === 'no-network' || v === 'allowlist', '"public", "no-network" or "allowlist"');
-const tables = check<Array<Record<string, unknown>>>((v) => Array.isArray(v) && v.every((t) => t !== null && typeof t === 'object' && !Array.isArray(t)), 'an array of tables');
+const networkMode = check<'public' | 'no-network' | 'allowlist'>(
+  (v) => v === 'public' || v === 'no-network' || v === 'allowlist',
+  '"public", "no-network" or "allowlist"',
+);
+const tables = check<Array<Record<string, unknown>>>(
+  (v) => Array.isArray(v) && v.every((t) => t !== null && typeof t === 'object' && !Array.isArray(t)),
+  'an array of tables',
+);
 
 /** A [section]: absent means empty; anything but a table is refused. */
 const section = <S extends z.ZodRawShape>(shape: S) =>
@@ -110,7 +122,20 @@ export type TaskToml = z.output<typeof TaskTomlSchema>;
 
 /** Every field harbor's schema has, by table; `*` marks free-form tables. */
 const KNOWN: Record<string, readonly string[] | '*'> = {
-  '': ['schema_version', 'version', 'source', 'multi_step_reward_strategy', 'artifacts', 'steps', 'task', 'metadata', 'environment', 'agent', 'verifier', 'solution'],
+  '': [
+    'schema_version',
+    'version',
+    'source',
+    'multi_step_reward_strategy',
+    'artifacts',
+    'steps',
+    'task',
+    'metadata',
+    'environment',
+    'agent',
+    'verifier',
+    'solution',
+  ],
   task: ['name', 'version', 'description', 'authors', 'keywords'],
   metadata: '*',
   environment: Object.keys(environmentShape).concat(['allow_internet']),
@@ -158,7 +183,8 @@ export function unknownFields(root: Record<string, unknown>): string[] {
     for (const [key, value] of Object.entries(table)) {
       const path = at ? `${at}.${key}` : key;
       if (!known?.includes(key)) out.push(path);
-      else if (value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date) && path in KNOWN) walk(value as Record<string, unknown>, path);
+      else if (value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date) && path in KNOWN)
+        walk(value as Record<string, unknown>, path);
     }
   };
   walk(root, '');

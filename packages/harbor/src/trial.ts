@@ -109,7 +109,17 @@ export function createHarborTrial(options: HarborTrialOptions): TrialFunction<Ha
           record.verifierEnvironmentId = env.id;
           if (notes.length > 0) record.notes = [...(record.notes ?? []), ...notes.map((n) => `verifier sandbox: ${n}`)];
         };
-        const verifierSandbox = await startVerifierSandbox({ backend, task, ctx, timer, dir, hostEnv, ...(specOverrides ? { specOverrides } : {}), artifacts, made });
+        const verifierSandbox = await startVerifierSandbox({
+          backend,
+          task,
+          ctx,
+          timer,
+          dir,
+          hostEnv,
+          ...(specOverrides ? { specOverrides } : {}),
+          artifacts,
+          made,
+        });
         record.outcome = await runVerifier({ ...verify, env: verifierSandbox, uploadTests: !task.verifierEnvironment.testsBundled });
       } else {
         record.outcome = await onNetwork(sandbox, task, task.network.verifier, () => runVerifier({ ...verify, env: sandbox, uploadTests: true }));

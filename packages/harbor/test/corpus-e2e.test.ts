@@ -18,7 +18,10 @@ const contexts: string[] = [];
 afterAll(async () => {
   for (const context of contexts) {
     const tag = buildTag(await hashBuildContext({ context, dockerfile: 'Dockerfile', args: {}, network: 'public' }));
-    await docker.getImage(tag).remove({ force: true }).catch(() => undefined);
+    await docker
+      .getImage(tag)
+      .remove({ force: true })
+      .catch(() => undefined);
   }
   await Promise.all(cleanup.map((d) => rm(d, { recursive: true, force: true })));
 });
@@ -28,7 +31,7 @@ const DOCKERFILE = `FROM ${BASIC_IMAGE}
 RUN mkdir -p /app /workspace && chmod 777 /app /workspace \\
  && echo 'agent:x:1000:1000::/app:/bin/sh' >> /etc/passwd && echo 'verifier:x:1001:1001::/app:/bin/sh' >> /etc/passwd
 `;
-const SOLVE = '#!/bin/sh\necho "agent uid=$(id -u) pwd=$(pwd) net=$(ls /sys/class/net | tr \'\\n\' \',\')" > /tmp/agent.txt\n';
+const SOLVE = "#!/bin/sh\necho \"agent uid=$(id -u) pwd=$(pwd) net=$(ls /sys/class/net | tr '\\n' ',')\" > /tmp/agent.txt\n";
 const TEST = `#!/bin/sh
 cp /tmp/agent.txt /logs/verifier/agent.txt
 echo "verifier uid=$(id -u) pwd=$(pwd) net=$(ls /sys/class/net | tr '\\n' ',')" > /logs/verifier/verifier.txt
@@ -56,7 +59,10 @@ describe('corpus tasks end to end on Docker', () => {
       await cp(join(CORPUS, name, 'task.toml'), join(dir, 'task.toml'));
       await writeFile(join(dir, 'environment', 'Dockerfile'), `${DOCKERFILE}# ${name}\n`);
       contexts.push(join(dir, 'environment'));
-      for (const [sub, file, text] of [['solution', 'solve.sh', SOLVE], ['tests', 'test.sh', TEST]] as const) {
+      for (const [sub, file, text] of [
+        ['solution', 'solve.sh', SOLVE],
+        ['tests', 'test.sh', TEST],
+      ] as const) {
         await mkdir(join(dir, sub), { recursive: true });
         await writeFile(join(dir, sub, file), text);
       }
@@ -72,7 +78,12 @@ describe('corpus tasks end to end on Docker', () => {
     // allow_internet / network_mode as harbor reads them: public by default, none when false.
     expect(await read('05-cookbook-simple-task', 'verifier/agent.txt')).toMatch(/net=.*eth0/);
     expect(await read('37-rego-version20-snorkel-meta', 'verifier/agent.txt')).toMatch(/net=lo,$/m);
-    expect((await result('37-rego-version20-snorkel-meta')).environment?.network).toEqual({ environment: 'none', agent: 'none', verifier: 'none', switched: false });
+    expect((await result('37-rego-version20-snorkel-meta')).environment?.network).toEqual({
+      environment: 'none',
+      agent: 'none',
+      verifier: 'none',
+      switched: false,
+    });
 
     // Users: the agent as "agent", the verifier as "root".
     expect(await read('29-aligned-agent-user-verifier-root', 'verifier/agent.txt')).toMatch(/^agent uid=1000 /);
@@ -91,7 +102,10 @@ describe('corpus tasks end to end on Docker', () => {
     const record17 = await read('17-johnbuck-verifier-env-judge', 'result.json');
     expect(record17).not.toContain(hostEnv.OPENROUTER_API_KEY);
     expect(record17).not.toContain(hostEnv.ANTHROPIC_API_KEY);
-    expect((JSON.parse(record17) as AttemptResultFile).environment?.env).toMatchObject({ environment: ['OPENROUTER_API_KEY'], verifier: ['ANTHROPIC_API_KEY', 'MODEL_NAME'] });
+    expect((JSON.parse(record17) as AttemptResultFile).environment?.env).toMatchObject({
+      environment: ['OPENROUTER_API_KEY'],
+      verifier: ['ANTHROPIC_API_KEY', 'MODEL_NAME'],
+    });
 
     // Resources as written: memory = "4G", cpus = 2.
     expect((await result('45-purple-hello-memory-string')).environment?.resources).toEqual({ cpus: 2, memoryMb: 4096 });

@@ -34,7 +34,13 @@ const REFUSED: Record<string, [type: 'ConfigError' | 'CapabilityError', field: s
 };
 
 /** Fields that do not change what runs: accepted as harbor accepts them. */
-const INERT = [/^metadata(\.|$)/, /^task(\.|$)/, /^(version|schema_version|source|multi_step_reward_strategy)$/, /^(verifier\.)?environment\.os$/, /^verifier\.collect$/];
+const INERT = [
+  /^metadata(\.|$)/,
+  /^task(\.|$)/,
+  /^(version|schema_version|source|multi_step_reward_strategy)$/,
+  /^(verifier\.)?environment\.os$/,
+  /^verifier\.collect$/,
+];
 
 const mode = (m: unknown) => (m === 'public' ? 'public' : 'none');
 
@@ -55,7 +61,14 @@ function appliedToSandbox(key: string, sub: string | undefined, value: unknown, 
   if (key === 'env') return view.env[sub!] === value;
   if (key === 'healthcheck') {
     const h = view.healthcheck!;
-    const field = { command: h.command, interval_sec: h.intervalSec, timeout_sec: h.timeoutSec, start_period_sec: h.startPeriodSec, start_interval_sec: h.startIntervalSec, retries: h.retries }[sub!];
+    const field = {
+      command: h.command,
+      interval_sec: h.intervalSec,
+      timeout_sec: h.timeoutSec,
+      start_period_sec: h.startPeriodSec,
+      start_interval_sec: h.startIntervalSec,
+      retries: h.retries,
+    }[sub!];
     return field === value;
   }
   switch (key) {
@@ -174,7 +187,8 @@ afterAll(() => rm(work, { recursive: true, force: true }));
 describe('the harbor corpus', () => {
   it('holds 48 real task.toml files, each with its source', async () => {
     expect(names).toHaveLength(48);
-    for (const name of names) expect((await readFile(join(CORPUS, name, 'SOURCE'), 'utf8')).trim()).toMatch(/^github:[\w.-]+\/[\w.-]+@[0-9a-f]{40} (\S+\/)?task\.toml$/);
+    for (const name of names)
+      expect((await readFile(join(CORPUS, name, 'SOURCE'), 'utf8')).trim()).toMatch(/^github:[\w.-]+\/[\w.-]+@[0-9a-f]{40} (\S+\/)?task\.toml$/);
   });
 
   it('each task loads, or is refused with the field and what to do', async () => {
@@ -205,7 +219,10 @@ describe('the harbor corpus', () => {
         if (INERT.some((re) => re.test(path))) continue;
         const noted = task.notes.some((note) => path.startsWith(note.split(' ')[0]!) || note.startsWith(path));
         const ok = applied(path, value, task, root);
-        expect(ok === true || (ok === undefined && noted), `${name}: ${path} = ${JSON.stringify(value)} is neither applied nor noted (notes: ${task.notes.join(' | ')})`).toBe(true);
+        expect(
+          ok === true || (ok === undefined && noted),
+          `${name}: ${path} = ${JSON.stringify(value)} is neither applied nor noted (notes: ${task.notes.join(' | ')})`,
+        ).toBe(true);
         checked++;
       }
     }

@@ -17,7 +17,11 @@ const PRIVATE_IMAGE = '127.0.0.1:5000/berth/private-busybox:harbor';
 const N = 20;
 const PRIVATE_INDEX = 10;
 const id = (i: number) => `task-${String(i).padStart(2, '0')}`;
-const KILLED = new Set(Array.from({ length: N }, (_, i) => i).filter((i) => i % 3 === 0).map(id));
+const KILLED = new Set(
+  Array.from({ length: N }, (_, i) => i)
+    .filter((i) => i % 3 === 0)
+    .map(id),
+);
 
 const docker = new Docker();
 let root: string;
@@ -149,7 +153,10 @@ describe('harbor job on Docker: killed sandboxes and a private image', () => {
       status: 'rewarded',
       chosenAttempt: 2,
       reward: 1,
-      attempts: [{ attempt: 1, status: 'failed', category: 'transient_infra' }, { attempt: 2, status: 'outcome' }],
+      attempts: [
+        { attempt: 1, status: 'failed', category: 'transient_infra' },
+        { attempt: 2, status: 'outcome' },
+      ],
     });
   });
 

@@ -16,7 +16,10 @@ const contexts: string[] = [];
 afterAll(async () => {
   for (const context of contexts) {
     const tag = buildTag(await hashBuildContext({ context, dockerfile: 'Dockerfile', args: {}, network: 'public' }));
-    await docker.getImage(tag).remove({ force: true }).catch(() => undefined);
+    await docker
+      .getImage(tag)
+      .remove({ force: true })
+      .catch(() => undefined);
   }
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
@@ -80,7 +83,10 @@ echo 1 > /logs/verifier/reward.txt
 
 const TOKEN = 'tok-fidelity-0123456789';
 
-async function datasetWith(id: string, files: { toml: string; dockerfile?: string; solve?: string; test?: string; extra?: Record<string, string> }): Promise<{ root: string; dir: string }> {
+async function datasetWith(
+  id: string,
+  files: { toml: string; dockerfile?: string; solve?: string; test?: string; extra?: Record<string, string> },
+): Promise<{ root: string; dir: string }> {
   const base = await tempDir('fidelity');
   dirs.push(base);
   const root = join(base, 'tasks');
@@ -95,7 +101,12 @@ async function datasetWith(id: string, files: { toml: string; dockerfile?: strin
 }
 
 function saw(text: string): Record<string, string> {
-  return Object.fromEntries(text.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1).trim()]));
+  return Object.fromEntries(
+    text
+      .trim()
+      .split('\n')
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1).trim()]),
+  );
 }
 
 describe('harbor fidelity on Docker', () => {
@@ -154,8 +165,9 @@ describe('harbor fidelity on Docker', () => {
     expect(result.failure?.message).toContain('cannot fetch deps');
   });
 
-  it('a separate verifier runs in a sandbox of its own, holding only the agent\'s artifacts; tests from its image or uploaded', async () => {
-    const solve = '#!/bin/sh\nmkdir -p /app/out && echo answer > /app/out/answer.txt && echo scratch > /app/scratch.txt && echo note > /logs/artifacts/note.txt\n';
+  it("a separate verifier runs in a sandbox of its own, holding only the agent's artifacts; tests from its image or uploaded", async () => {
+    const solve =
+      '#!/bin/sh\nmkdir -p /app/out && echo answer > /app/out/answer.txt && echo scratch > /app/scratch.txt && echo note > /logs/artifacts/note.txt\n';
     const test = `#!/bin/sh
 ok=1
 [ "$(cat /app/out/answer.txt)" = answer ] || ok=0
@@ -190,7 +202,13 @@ echo $ok > /logs/verifier/reward.txt
     expect(steps.at(-1)).toBe('teardown verifier');
     expect(b.verifierEnvironmentId).toMatch(/^berth-/);
     expect(b.verifierEnvironmentId).not.toBe(b.environmentId);
-    expect(b.environment?.verifierSandbox).toMatchObject({ testsBundled: true, network: 'none', env: ['JUDGE'], workdir: '/tests', image: { build: { dockerfile: 'Dockerfile' } } });
+    expect(b.environment?.verifierSandbox).toMatchObject({
+      testsBundled: true,
+      network: 'none',
+      env: ['JUDGE'],
+      workdir: '/tests',
+      image: { build: { dockerfile: 'Dockerfile' } },
+    });
     expect(await readFile(join(jobDir, 'bundled', 'attempt-1', 'verifier', 'where.txt'), 'utf8')).toBe('pwd=/tests\n');
     for (const id of [b.environmentId!, b.verifierEnvironmentId!]) await expect(docker.getContainer(id).inspect()).rejects.toMatchObject({ statusCode: 404 });
 

@@ -5,16 +5,7 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { EventEmitter } from 'eventemitter3';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  BerthError,
-  ConfigError,
-  SandboxLostError,
-  TaskFailure,
-  TransferError,
-  classifyFailure,
-  type RunEvents,
-  type TrialContext,
-} from '@berth/core';
+import { BerthError, ConfigError, SandboxLostError, TaskFailure, TransferError, classifyFailure, type RunEvents, type TrialContext } from '@berth/core';
 import { createDockerBackend } from '@berth/backend-docker';
 import { createHarborTrial, loadHarborTask, type AttemptResultFile, type HarborAgent, type HarborHooks, type HarborTask } from '@berth/harbor';
 import { taskToml, tempDir, writeTask, type TaskFiles } from './support.js';
@@ -68,7 +59,14 @@ describe('createHarborTrial on Docker', () => {
     const r = await run({});
     expect(r.error).toBeUndefined();
     expect(r.outcome).toEqual({ reward: 1 });
-    expect(r.result).toMatchObject({ taskId: 'task', attempt: 1, agent: 'oracle', backend: 'docker', image: 'berth-test/busybox:latest', outcome: { reward: 1 } });
+    expect(r.result).toMatchObject({
+      taskId: 'task',
+      attempt: 1,
+      agent: 'oracle',
+      backend: 'docker',
+      image: 'berth-test/busybox:latest',
+      outcome: { reward: 1 },
+    });
     expect(r.result.failure).toBeUndefined();
     expect(r.result.steps.map((s) => s.name)).toEqual([
       'start',
@@ -173,15 +171,18 @@ describe('createHarborTrial on Docker', () => {
   });
 
   it('a sandbox killed mid-attempt: berth error propagates unchanged (transient), result.json has the cause chain', async () => {
-    const r = await run({}, {
-      hooks: {
-        async afterStart(env) {
-          const container = docker.getContainer(env.id);
-          await container.kill();
-          await container.wait();
+    const r = await run(
+      {},
+      {
+        hooks: {
+          async afterStart(env) {
+            const container = docker.getContainer(env.id);
+            await container.kill();
+            await container.wait();
+          },
         },
       },
-    });
+    );
     // Not wrapped in anything vaguer: the error thrown is berth's own.
     expect(BerthError.isInstance(r.error)).toBe(true);
     expect(TaskFailure.isInstance(r.error)).toBe(false);

@@ -38,7 +38,9 @@ describe('resuming a harbor job', () => {
     const moved = await runHarborJob({ tasksDir, backend: elsewhere, jobDir, agent: 'none', ...fast }).catch((e: unknown) => e as Error);
     expect(moved.message).toMatch(/target \("unix:\/\/\/var\/run\/docker.sock" there, "http:\/\/127.0.0.1:1" here\)/);
 
-    const overridden = await runHarborJob({ tasksDir, backend: docker(), jobDir, agent: 'none', specOverrides: { resources: { cpus: 2 } }, ...fast }).catch((e: unknown) => e as Error);
+    const overridden = await runHarborJob({ tasksDir, backend: docker(), jobDir, agent: 'none', specOverrides: { resources: { cpus: 2 } }, ...fast }).catch(
+      (e: unknown) => e as Error,
+    );
     expect(overridden.message).toMatch(/specOverrides \(not set there, "sha256:[0-9a-f]{12}" here\)/);
 
     // The journal still holds only the first run, and resuming it as it was reuses everything.

@@ -106,15 +106,15 @@ destination = "out"
 
   it('accepts memory = "2G" (and storage = "10G") the compose way', async () => {
     const r = await root();
-    const task = await loadHarborTask(
-      await writeTask(r, 'mem', { toml: `[environment]\ndocker_image = "x"\nmemory = "2G"\nstorage = "10G"\n` }),
-    );
+    const task = await loadHarborTask(await writeTask(r, 'mem', { toml: `[environment]\ndocker_image = "x"\nmemory = "2G"\nstorage = "10G"\n` }));
     expect(task.resources).toEqual({ memoryMb: 2048, storageMb: 10240 });
     // Both forms at once are fine when they agree...
     const same = await loadHarborTask(await writeTask(r, 'same', { toml: `[environment]\ndocker_image = "x"\nmemory = "1G"\nmemory_mb = 1024\n` }));
     expect(same.resources.memoryMb).toBe(1024);
     // ...and refused when they do not.
-    const error = await configErrorOf(loadHarborTask(await writeTask(r, 'disagree', { toml: `[environment]\ndocker_image = "x"\nmemory = "2G"\nmemory_mb = 1024\n` })));
+    const error = await configErrorOf(
+      loadHarborTask(await writeTask(r, 'disagree', { toml: `[environment]\ndocker_image = "x"\nmemory = "2G"\nmemory_mb = 1024\n` })),
+    );
     expect(error.path).toBe('environment.memory');
     expect(error.message).toMatch(/disagrees with environment\.memory_mb/);
   });
@@ -141,7 +141,9 @@ destination = "out"
 
   it('refuses bad timeouts and a section that is not a table', async () => {
     const r = await root();
-    const timeout = await configErrorOf(loadHarborTask(await writeTask(r, 't1', { toml: taskToml(BASIC_IMAGE).replace('[verifier]\ntimeout_sec = 60.0', '[verifier]\ntimeout_sec = -1') })));
+    const timeout = await configErrorOf(
+      loadHarborTask(await writeTask(r, 't1', { toml: taskToml(BASIC_IMAGE).replace('[verifier]\ntimeout_sec = 60.0', '[verifier]\ntimeout_sec = -1') })),
+    );
     expect(timeout.path).toBe('verifier.timeout_sec');
     const section = await configErrorOf(loadHarborTask(await writeTask(r, 't2', { toml: 'agent = 3\n[environment]\ndocker_image = "x"\n' })));
     expect(section.path).toBe('[agent]');
@@ -162,7 +164,7 @@ destination = "out"
     expect(error.message).toMatch(/did you mean docker_image/);
   });
 
-  it('a separate verifier: its own table, network and image in harbor\'s order; shared with a table, or compose in tests/, refused', async () => {
+  it("a separate verifier: its own table, network and image in harbor's order; shared with a table, or compose in tests/, refused", async () => {
     const r = await root();
     const separate = await writeTask(r, 'separate', {
       toml: `[environment]\ndocker_image = "agent:1"\nnetwork_mode = "public"\n[verifier]\nenvironment_mode = "separate"\n[verifier.environment]\ndocker_image = "judge:1"\nallow_internet = false\ncpus = 2\nmemory = "1G"\nworkdir = "/judge"\n[verifier.environment.env]\nK = "v"\n`,
@@ -178,15 +180,25 @@ destination = "out"
       workdir: '/judge',
     });
     // Separate without a table: a copy of [environment], the agent's image, tests uploaded.
-    const copy = await loadHarborTask(await writeTask(r, 'copy', { toml: `[environment]\ndocker_image = "agent:1"\ncpus = 1\n[verifier]\nenvironment_mode = "separate"\n` }));
+    const copy = await loadHarborTask(
+      await writeTask(r, 'copy', { toml: `[environment]\ndocker_image = "agent:1"\ncpus = 1\n[verifier]\nenvironment_mode = "separate"\n` }),
+    );
     expect(copy.verifierEnvironment).toMatchObject({ image: { ref: 'agent:1' }, testsBundled: false, resources: { cpus: 1 } });
 
-    const shared = await configErrorOf(loadHarborTask(await writeTask(r, 'shared', { toml: `[environment]\ndocker_image = "x"\n[verifier]\nenvironment_mode = "shared"\n[verifier.environment]\ncpus = 1\n` })));
+    const shared = await configErrorOf(
+      loadHarborTask(
+        await writeTask(r, 'shared', {
+          toml: `[environment]\ndocker_image = "x"\n[verifier]\nenvironment_mode = "shared"\n[verifier.environment]\ncpus = 1\n`,
+        }),
+      ),
+    );
     expect(shared.path).toBe('verifier.environment');
     const composed = await writeTask(r, 'composed', { toml: `[environment]\ndocker_image = "x"\n[verifier]\nenvironment_mode = "separate"\n` });
     await writeFile(join(composed, 'tests', 'docker-compose.yaml'), 'services: {}\n');
     expect((await configErrorOf(loadHarborTask(composed))).path).toBe('tests/docker-compose.yaml');
-    const bad = await configErrorOf(loadHarborTask(await writeTask(r, 'bad', { toml: `[environment]\ndocker_image = "x"\n[verifier.environment]\ncpus = "two"\n` })));
+    const bad = await configErrorOf(
+      loadHarborTask(await writeTask(r, 'bad', { toml: `[environment]\ndocker_image = "x"\n[verifier.environment]\ncpus = "two"\n` })),
+    );
     expect(bad.path).toBe('verifier.environment.cpus');
   });
 

@@ -43,7 +43,8 @@ const task: HarborTask = {
   notes: [],
   testsDir: '/tasks/x/tests',
 };
-const caps = (extra: Partial<Capabilities>) => ({ resourceLimits: { cpus: true, memory: true, storage: false }, networkSwitch: true, execUser: true, ...extra }) as Capabilities;
+const caps = (extra: Partial<Capabilities>) =>
+  ({ resourceLimits: { cpus: true, memory: true, storage: false }, networkSwitch: true, execUser: true, ...extra }) as Capabilities;
 const docker = { name: 'docker', capabilities: caps({}) };
 const withStorage = { name: 'k8s', capabilities: caps({ resourceLimits: { cpus: true, memory: true, storage: true } }) };
 const noSwitch = { name: 'modal', capabilities: caps({ networkSwitch: false }) };
@@ -101,7 +102,11 @@ describe('buildSpec', () => {
     const secret = 'sk-test-0123456789abcdef';
     const withEnv = {
       ...task,
-      env: { environment: { KEY: '${BERTH_KEY}', MODE: '${BERTH_MODE:-fast}', EMPTY: '${BERTH_EMPTY:-x}', LITERAL: 'pre-${BERTH_KEY}' }, verifier: { V: '1' }, solution: {} },
+      env: {
+        environment: { KEY: '${BERTH_KEY}', MODE: '${BERTH_MODE:-fast}', EMPTY: '${BERTH_EMPTY:-x}', LITERAL: 'pre-${BERTH_KEY}' },
+        verifier: { V: '1' },
+        solution: {},
+      },
     };
     const { spec } = buildSpec(withEnv, docker, undefined, { BERTH_KEY: secret, BERTH_EMPTY: '' });
     expect(spec.env).toEqual({ KEY: secret, MODE: 'fast', EMPTY: '', LITERAL: 'pre-${BERTH_KEY}' });

@@ -40,7 +40,10 @@ export const dockerConformance: ConformanceOptions = {
     forgetBuild: async (context) => {
       const tag = buildTag(await hashBuildContext({ context, dockerfile: 'Dockerfile', args: {}, network: 'none' }));
       // (The untagged layers of builds that failed part-way go at the end of the run: see test/global-setup.ts.)
-      await docker.getImage(tag).remove({ force: true }).catch(() => undefined);
+      await docker
+        .getImage(tag)
+        .remove({ force: true })
+        .catch(() => undefined);
     },
     // BERTH_SESSION may be shared by every test process of a run (test/global-setup.ts), so the
     // owner pid narrows the list to this process: other test files run in parallel.

@@ -127,7 +127,9 @@ export class ApiProxy {
   }
 
   #match(req: IncomingMessage): Rule | undefined {
-    const rule = this.#rules.find((r) => (r.method === undefined || r.method === req.method) && r.path.test(req.url ?? '') && (r.times === undefined || r.hits < r.times));
+    const rule = this.#rules.find(
+      (r) => (r.method === undefined || r.method === req.method) && r.path.test(req.url ?? '') && (r.times === undefined || r.hits < r.times),
+    );
     if (rule) rule.hits++;
     return rule;
   }
@@ -140,21 +142,32 @@ export class ApiProxy {
     if (rule?.status !== undefined) {
       req.resume();
       this.seen.push({ method, path, status: rule.status, faulted: true });
-      const body = rule.body ?? JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message: `fault injected by the test proxy (${rule.status})`, code: rule.status });
+      const body =
+        rule.body ??
+        JSON.stringify({
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          message: `fault injected by the test proxy (${rule.status})`,
+          code: rule.status,
+        });
       res.writeHead(rule.status, { 'content-type': 'application/json', ...rule.headers });
       res.end(body);
       return;
     }
-    const upstream = httpsRequest({ ...UPSTREAM, ca: this.#ca, method, path, headers: { ...req.headers, host: `${UPSTREAM.host}:${UPSTREAM.port}` } }, (answer) => {
-      this.seen.push({ method, path, status: answer.statusCode ?? 0, faulted: false });
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      if (/[?&]watch=(true|1)/.test(path)) {
-        this.#watches.add(res);
-        res.on('close', () => this.#watches.delete(res));
-      }
-      answer.pipe(res);
-      res.on('close', () => answer.destroy());
-    });
+    const upstream = httpsRequest(
+      { ...UPSTREAM, ca: this.#ca, method, path, headers: { ...req.headers, host: `${UPSTREAM.host}:${UPSTREAM.port}` } },
+      (answer) => {
+        this.seen.push({ method, path, status: answer.statusCode ?? 0, faulted: false });
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        if (/[?&]watch=(true|1)/.test(path)) {
+          this.#watches.add(res);
+          res.on('close', () => this.#watches.delete(res));
+        }
+        answer.pipe(res);
+        res.on('close', () => answer.destroy());
+      },
+    );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   }
@@ -165,8 +178,11 @@ export class ApiProxy {
     const rule = this.#match(req);
     if (rule?.status !== undefined) {
       this.seen.push({ method, path, status: rule.status, faulted: true });
-      const body = rule.body ?? JSON.stringify({ kind: 'Status', status: 'Failure', message: `fault injected by the test proxy (${rule.status})`, code: rule.status });
-      socket.end(`HTTP/1.1 ${rule.status} Fault\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      const body =
+        rule.body ?? JSON.stringify({ kind: 'Status', status: 'Failure', message: `fault injected by the test proxy (${rule.status})`, code: rule.status });
+      socket.end(
+        `HTTP/1.1 ${rule.status} Fault\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
       return;
     }
     this.seen.push({ method, path, status: 101, faulted: false });
@@ -177,7 +193,11 @@ export class ApiProxy {
         let value = req.rawHeaders[i + 1]!;
         if (name.toLowerCase() === 'host') value = `${UPSTREAM.host}:${UPSTREAM.port}`;
         if (name.toLowerCase() === 'sec-websocket-protocol' && this.execProtocols) {
-          value = value.split(',').map((p) => p.trim()).filter((p) => this.execProtocols!.includes(p)).join(', ');
+          value = value
+            .split(',')
+            .map((p) => p.trim())
+            .filter((p) => this.execProtocols!.includes(p))
+            .join(', ');
         }
         lines.push(`${name}: ${value}`);
       }

@@ -47,7 +47,8 @@ export class RpcCaller {
   /** gRPC's retryable codes; RESOURCE_EXHAUSTED with the server's hint, on its own count. */
   readonly #retryable: TransientAnswer = (error) => {
     if (!GrpcError.isInstance(error)) return undefined;
-    if (error.code === GRPC_CODE.RESOURCE_EXHAUSTED) return { policy: this.#policies.rateLimited, ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}) };
+    if (error.code === GRPC_CODE.RESOURCE_EXHAUSTED)
+      return { policy: this.#policies.rateLimited, ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}) };
     return TRANSIENT.has(error.code) ? {} : undefined;
   };
 
@@ -60,7 +61,13 @@ export class RpcCaller {
   }
 
   /** A unary call, retried on transient codes with one idempotency key for all attempts. */
-  async unary<Req extends MessageName, Res extends MessageName>(method: string, request: Req, value: MessageValue<Req>, response: Res, ctx: CallContext): Promise<MessageValue<Res>> {
+  async unary<Req extends MessageName, Res extends MessageName>(
+    method: string,
+    request: Req,
+    value: MessageValue<Req>,
+    response: Res,
+    ctx: CallContext,
+  ): Promise<MessageValue<Res>> {
     const body = encodeMessage(request, value);
     const key = randomUUID();
     const send = async () => this.transport.unary(ctx.endpoint, this.#options(method, { ...(await ctx.metadata()), 'x-idempotency-key': key }, ctx), body);
@@ -69,7 +76,13 @@ export class RpcCaller {
   }
 
   /** A server stream: never retried here (the caller knows where to resume). */
-  async *stream<Req extends MessageName, Res extends MessageName>(method: string, request: Req, value: MessageValue<Req>, response: Res, ctx: CallContext): AsyncGenerator<MessageValue<Res>> {
+  async *stream<Req extends MessageName, Res extends MessageName>(
+    method: string,
+    request: Req,
+    value: MessageValue<Req>,
+    response: Res,
+    ctx: CallContext,
+  ): AsyncGenerator<MessageValue<Res>> {
     const metadata = await ctx.metadata();
     for await (const bytes of this.transport.stream(ctx.endpoint, this.#options(method, metadata, ctx), encodeMessage(request, value))) {
       yield decodeMessage(response, bytes);

@@ -42,14 +42,7 @@ function readMessage(index: SchemaIndex, st: DecodeState, info: MessageInfo, out
   }
 }
 
-function readField(
-  index: SchemaIndex,
-  st: DecodeState,
-  info: MessageInfo,
-  field: FieldInfo,
-  wireType: number,
-  out: Record<string, unknown>,
-): void {
+function readField(index: SchemaIndex, st: DecodeState, info: MessageInfo, field: FieldInfo, wireType: number, out: Record<string, unknown>): void {
   const type = field.type;
   if (type.kind === 'map') {
     if (wireType !== LEN) return skipField(st, field.number, wireType);
@@ -118,12 +111,7 @@ function readValue(index: SchemaIndex, st: DecodeState, type: ResolvedType, exis
   }
 }
 
-function readMapEntry(
-  index: SchemaIndex,
-  st: DecodeState,
-  type: Extract<ResolvedType, { kind: 'map' }>,
-  map: Record<string, unknown>,
-): void {
+function readMapEntry(index: SchemaIndex, st: DecodeState, type: Extract<ResolvedType, { kind: 'map' }>, map: Record<string, unknown>): void {
   const end = enter(st);
   const keyType: ResolvedType = { kind: 'scalar', scalar: type.key };
   let key: unknown;

@@ -59,14 +59,7 @@ function writeRepeated(index: SchemaIndex, w: Writer, field: FieldInfo, value: u
   });
 }
 
-function writeMap(
-  index: SchemaIndex,
-  w: Writer,
-  field: FieldInfo,
-  type: Extract<ResolvedType, { kind: 'map' }>,
-  value: unknown,
-  path: string,
-): void {
+function writeMap(index: SchemaIndex, w: Writer, field: FieldInfo, type: Extract<ResolvedType, { kind: 'map' }>, value: unknown, path: string): void {
   // A Map would otherwise pass as an object with no entries and vanish.
   if (!isRecord(value) || value instanceof Map) fail(path, `expected a plain object for a map, got ${value instanceof Map ? 'a Map' : describe(value)}`);
   for (const [key, v] of Object.entries(value)) {
@@ -93,15 +86,7 @@ function mapKey(type: ScalarType, key: string, path: string): Scalar {
   return type.endsWith('64') ? safe(n) : Number(n); // checkScalar then range-checks it
 }
 
-function writeValue(
-  index: SchemaIndex,
-  w: Writer,
-  number: number,
-  type: ResolvedType,
-  value: unknown,
-  presence: boolean,
-  path: string,
-): void {
+function writeValue(index: SchemaIndex, w: Writer, number: number, type: ResolvedType, value: unknown, presence: boolean, path: string): void {
   switch (type.kind) {
     case 'scalar': {
       const v = checkScalar(type.scalar, value, path);

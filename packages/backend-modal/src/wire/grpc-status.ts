@@ -60,7 +60,10 @@ export class GrpcError extends Error {
   static fromTransport(error: unknown, path: string): GrpcError {
     const message = error instanceof Error ? error.message : String(error);
     const code = (error as { code?: unknown } | undefined)?.code;
-    return new GrpcError(GRPC_CODE.UNAVAILABLE, `${path}: ${typeof code === 'string' ? `${code}: ` : ''}${message}`, undefined, { transport: true, cause: error });
+    return new GrpcError(GRPC_CODE.UNAVAILABLE, `${path}: ${typeof code === 'string' ? `${code}: ` : ''}${message}`, undefined, {
+      transport: true,
+      cause: error,
+    });
   }
 }
 

@@ -14,7 +14,10 @@ import { GrpcError, grpcCodeOfHttp, GRPC_CODE } from './grpc-status.js';
 const details = createCodec({
   // One package, so that Status finds Any by protobuf's scoping.
   Any: { package: 'berth.wire', fields: { type_url: { number: 1, type: 'string' }, value: { number: 2, type: 'bytes' } } },
-  Status: { package: 'berth.wire', fields: { code: { number: 1, type: 'int32' }, message: { number: 2, type: 'string' }, details: { number: 3, type: 'Any', label: 'repeated' } } },
+  Status: {
+    package: 'berth.wire',
+    fields: { code: { number: 1, type: 'int32' }, message: { number: 2, type: 'string' }, details: { number: 3, type: 'Any', label: 'repeated' } },
+  },
   RetryPolicy: { package: 'berth.wire', fields: { retry_after_secs: { number: 1, type: 'float' } } },
 } as const);
 
@@ -83,7 +86,10 @@ export class GrpcTransport {
     const touch = () => {
       if (call.idleTimeoutMs === undefined) return;
       clearTimeout(idle);
-      idle = setTimeout(() => abort.abort(new GrpcError(GRPC_CODE.UNAVAILABLE, `${call.path}: nothing arrived for ${call.idleTimeoutMs} ms`)), call.idleTimeoutMs);
+      idle = setTimeout(
+        () => abort.abort(new GrpcError(GRPC_CODE.UNAVAILABLE, `${call.path}: nothing arrived for ${call.idleTimeoutMs} ms`)),
+        call.idleTimeoutMs,
+      );
     };
     touch();
     const handler: Dispatcher.DispatchHandler = new CallHandler(queue, touch, call.path, abort.signal);
@@ -206,7 +212,10 @@ class CallHandler {
     const status = all['grpc-status'];
     if (status === undefined) {
       // A 200 that ends without a status was cut on the way (a reset stream); another status came from a proxy.
-      if (this.#httpStatus === 200) this.#queue.finish(new GrpcError(GRPC_CODE.UNAVAILABLE, `${this.#path}: the stream ended without a status (reset on the way)`, undefined, { transport: true }));
+      if (this.#httpStatus === 200)
+        this.#queue.finish(
+          new GrpcError(GRPC_CODE.UNAVAILABLE, `${this.#path}: the stream ended without a status (reset on the way)`, undefined, { transport: true }),
+        );
       else this.#queue.finish(new GrpcError(grpcCodeOfHttp(this.#httpStatus), `${this.#path}: HTTP ${this.#httpStatus} without a gRPC status`));
       return;
     }

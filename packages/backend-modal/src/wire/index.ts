@@ -2,6 +2,15 @@
 // HTTP/2). The rest of the backend talks to it through these names.
 export { GrpcTransport, type GrpcEndpoint } from './grpc.js';
 export { GRPC_CODE, GrpcError, type GrpcCodeName } from './grpc-status.js';
-export { ControlPlane, LONG_POLL_SECS, type ControlPlaneConfig, type GenericResult, type ImageBuildUpdate, type RegistryAuthType, type SandboxDefinition, type SandboxInfo } from './modal-api.js';
+export {
+  ControlPlane,
+  LONG_POLL_SECS,
+  type ControlPlaneConfig,
+  type GenericResult,
+  type ImageBuildUpdate,
+  type RegistryAuthType,
+  type SandboxDefinition,
+  type SandboxInfo,
+} from './modal-api.js';
 export { TaskRouter, type ExecExit, type ExecStart, type RouterAccess } from './router-api.js';
 export { DEFAULT_RETRY, type RetryPolicy } from './calls.js';

@@ -53,7 +53,11 @@ export class ControlPlane {
     const res = await this.#rpc.unary(
       'AppGetOrCreate',
       'AppGetOrCreateRequest',
-      { app_name: appName, ...(environmentName ? { environment_name: environmentName } : {}), object_creation_type: create ? 'OBJECT_CREATION_TYPE_CREATE_IF_MISSING' : 'OBJECT_CREATION_TYPE_UNSPECIFIED' },
+      {
+        app_name: appName,
+        ...(environmentName ? { environment_name: environmentName } : {}),
+        object_creation_type: create ? 'OBJECT_CREATION_TYPE_CREATE_IF_MISSING' : 'OBJECT_CREATION_TYPE_UNSPECIFIED',
+      },
       'AppGetOrCreateResponse',
       this.#ctx(signal),
     );
@@ -65,7 +69,12 @@ export class ControlPlane {
     const res = await this.#rpc.unary(
       'SecretGetOrCreate',
       'SecretGetOrCreateRequest',
-      { object_creation_type: 'OBJECT_CREATION_TYPE_EPHEMERAL', env_dict: env, app_id: appId, ...(environmentName ? { environment_name: environmentName } : {}) },
+      {
+        object_creation_type: 'OBJECT_CREATION_TYPE_EPHEMERAL',
+        env_dict: env,
+        app_id: appId,
+        ...(environmentName ? { environment_name: environmentName } : {}),
+      },
       'SecretGetOrCreateResponse',
       this.#ctx(signal),
     );
@@ -99,7 +108,9 @@ export class ControlPlane {
         image: {
           dockerfile_commands: [...commands],
           ...(buildArgs && Object.keys(buildArgs).length ? { build_args: buildArgs } : {}),
-          ...(registry ? { image_registry_config: { registry_auth_type: registry.authType, ...(registry.secretId ? { secret_id: registry.secretId } : {}) } } : {}),
+          ...(registry
+            ? { image_registry_config: { registry_auth_type: registry.authType, ...(registry.secretId ? { secret_id: registry.secretId } : {}) } }
+            : {}),
         },
         builder_version: '2025.06',
       },
@@ -112,7 +123,13 @@ export class ControlPlane {
   /** One long-poll of a build: its log lines since `lastEntryId`, and its result once it has one. */
   async *imageJoin(imageId: string, lastEntryId: string | undefined, signal?: AbortSignal): AsyncGenerator<ImageBuildUpdate> {
     const request = { image_id: imageId, timeout: LONG_POLL_SECS, ...(lastEntryId ? { last_entry_id: lastEntryId } : {}), include_logs_for_finished: true };
-    for await (const res of this.#rpc.stream('ImageJoinStreaming', 'ImageJoinStreamingRequest', request, 'ImageJoinStreamingResponse', this.#ctx(signal, LONG_POLL_IDLE_MS))) {
+    for await (const res of this.#rpc.stream(
+      'ImageJoinStreaming',
+      'ImageJoinStreamingRequest',
+      request,
+      'ImageJoinStreamingResponse',
+      this.#ctx(signal, LONG_POLL_IDLE_MS),
+    )) {
       yield {
         logs: (res.task_logs ?? []).map((l) => (l as { data?: string }).data ?? '').filter((d) => d.length > 0),
         ...(res.entry_id ? { entryId: res.entry_id } : {}),
@@ -146,7 +163,13 @@ export class ControlPlane {
 
   /** The sandbox's result once it ended; undefined while it runs. Held up to timeoutSecs. */
   async sandboxWait(sandboxId: string, timeoutSecs: number, signal?: AbortSignal): Promise<GenericResult | undefined> {
-    const res = await this.#rpc.unary('SandboxWait', 'SandboxWaitRequest', { sandbox_id: sandboxId, timeout: timeoutSecs }, 'SandboxWaitResponse', this.#ctx(signal, (timeoutSecs + 30) * 1000));
+    const res = await this.#rpc.unary(
+      'SandboxWait',
+      'SandboxWaitRequest',
+      { sandbox_id: sandboxId, timeout: timeoutSecs },
+      'SandboxWaitResponse',
+      this.#ctx(signal, (timeoutSecs + 30) * 1000),
+    );
     return res.result?.status ? res.result : undefined;
   }
 
@@ -166,7 +189,13 @@ export class ControlPlane {
   }
 
   async routerAccess(taskId: string, signal?: AbortSignal): Promise<{ jwt: string; url: string }> {
-    const res = await this.#rpc.unary('TaskGetCommandRouterAccess', 'TaskGetCommandRouterAccessRequest', { task_id: taskId }, 'TaskGetCommandRouterAccessResponse', this.#ctx(signal));
+    const res = await this.#rpc.unary(
+      'TaskGetCommandRouterAccess',
+      'TaskGetCommandRouterAccessRequest',
+      { task_id: taskId },
+      'TaskGetCommandRouterAccessResponse',
+      this.#ctx(signal),
+    );
     return { jwt: res.jwt ?? '', url: res.url ?? '' };
   }
 }

@@ -114,7 +114,11 @@ export class TaskRouter {
   async wait(execId: string, signal?: AbortSignal): Promise<ExecExit | undefined> {
     const request = { task_id: this.#taskId, exec_id: execId };
     try {
-      const res = await this.#authorized((ctx) => this.#rpc.unary('TaskExecWait', 'TaskExecWaitRequest', request, 'TaskExecWaitResponse', ctx), signal, (LONG_POLL_SECS + 30) * 1000);
+      const res = await this.#authorized(
+        (ctx) => this.#rpc.unary('TaskExecWait', 'TaskExecWaitRequest', request, 'TaskExecWaitResponse', ctx),
+        signal,
+        (LONG_POLL_SECS + 30) * 1000,
+      );
       if (res.code !== undefined) return { code: res.code };
       if (res.signal !== undefined) return { signal: res.signal };
       return undefined;
@@ -127,7 +131,10 @@ export class TaskRouter {
 
   /** How the process ended, at once; undefined while it runs. */
   async poll(execId: string, signal?: AbortSignal): Promise<ExecExit | undefined> {
-    const res = await this.#authorized((ctx) => this.#rpc.unary('TaskExecPoll', 'TaskExecPollRequest', { task_id: this.#taskId, exec_id: execId }, 'TaskExecPollResponse', ctx), signal);
+    const res = await this.#authorized(
+      (ctx) => this.#rpc.unary('TaskExecPoll', 'TaskExecPollRequest', { task_id: this.#taskId, exec_id: execId }, 'TaskExecPollResponse', ctx),
+      signal,
+    );
     if (res.code !== undefined) return { code: res.code };
     if (res.signal !== undefined) return { signal: res.signal };
     return undefined;

@@ -63,7 +63,20 @@ const SCALARS: ReadonlySet<string> = new Set<ScalarType>([
 ]);
 
 /** Protobuf only allows integral types, bool and string as map keys. */
-const MAP_KEYS: ReadonlySet<string> = new Set(['int32', 'int64', 'uint32', 'uint64', 'sint32', 'sint64', 'fixed32', 'fixed64', 'sfixed32', 'sfixed64', 'bool', 'string']);
+const MAP_KEYS: ReadonlySet<string> = new Set([
+  'int32',
+  'int64',
+  'uint32',
+  'uint64',
+  'sint32',
+  'sint64',
+  'fixed32',
+  'fixed64',
+  'sfixed32',
+  'sfixed64',
+  'bool',
+  'string',
+]);
 
 export function isScalarType(type: string): type is ScalarType {
   return SCALARS.has(type);

@@ -24,9 +24,7 @@ export type Int64 = number | bigint;
 export type OpaqueValue = Uint8Array | number;
 
 /** An enum value: its name, or its number (decoding gives the number only for unknown values). */
-export type EnumValue<E extends string, S extends Schema = typeof SCHEMA> =
-  | (S[E] extends EnumSpec ? keyof S[E]['enum'] & string : never)
-  | number;
+export type EnumValue<E extends string, S extends Schema = typeof SCHEMA> = (S[E] extends EnumSpec ? keyof S[E]['enum'] & string : never) | number;
 
 type Int64Type = 'int64' | 'uint64' | 'sint64' | 'fixed64' | 'sfixed64';
 
@@ -49,11 +47,7 @@ type Resolve<S extends Schema, M extends string, T extends string> = `${M}.${T}`
       : never
     : { [K in keyof S & string]: T extends `${S[K]['package']}.${K}` ? K : never }[keyof S & string];
 
-type RefValue<S extends Schema, R extends string> = [R] extends [never]
-  ? OpaqueValue
-  : S[R] extends MessageSpec
-    ? MessageValue<R, S>
-    : EnumValue<R, S>;
+type RefValue<S extends Schema, R extends string> = [R] extends [never] ? OpaqueValue : S[R] extends MessageSpec ? MessageValue<R, S> : EnumValue<R, S>;
 
 type TypeValue<S extends Schema, M extends string, T extends string> = T extends ScalarType
   ? ScalarValue<T>

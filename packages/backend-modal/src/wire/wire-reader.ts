@@ -38,7 +38,9 @@ export function readLength(st: DecodeState): number {
   const len = readVarint(st);
   const left = st.limit - st.pos;
   if (st.hi !== 0 || len > left) {
-    throw new Malformed(`truncated: a length-delimited value of ${st.hi !== 0 ? 'over 4 GiB' : `${len} bytes`} at byte ${st.pos} but only ${left} bytes are left`);
+    throw new Malformed(
+      `truncated: a length-delimited value of ${st.hi !== 0 ? 'over 4 GiB' : `${len} bytes`} at byte ${st.pos} but only ${left} bytes are left`,
+    );
   }
   return len;
 }

@@ -26,7 +26,11 @@ describe('simulator codec', () => {
 
   it('encodes google.protobuf.Any inside RPCStatus, the retry hint of a rate limit', () => {
     const policy = codec.encode('RPCRetryPolicy', { retry_after_secs: 1.5 });
-    const status = codec.encode('RPCStatus', { code: 8, message: 'slow down', details: [{ type_url: 'type.googleapis.com/modal.client.RPCRetryPolicy', value: policy }] });
+    const status = codec.encode('RPCStatus', {
+      code: 8,
+      message: 'slow down',
+      details: [{ type_url: 'type.googleapis.com/modal.client.RPCRetryPolicy', value: policy }],
+    });
     const back = codec.decode('RPCStatus', status) as { details: Array<{ value: Uint8Array }> };
     expect(back).toMatchObject({ code: 8, message: 'slow down', details: [{ type_url: 'type.googleapis.com/modal.client.RPCRetryPolicy' }] });
     expect(codec.decode('RPCRetryPolicy', back.details[0]?.value ?? new Uint8Array())).toStrictEqual({ retry_after_secs: 1.5 });
@@ -50,7 +54,9 @@ describe('simulator codec', () => {
   it('skips unknown fields of every wire type, and names an invalid one', () => {
     const unknown = unhex('f80196 01 f901 0102030405060708 fa01 03616263 fd01 01020304'); // fields 31: varint, fixed64, bytes, fixed32
     expect(codec.decode('SandboxTerminateRequest', unhex(`${hex(unknown)}0a0573622d3737`))).toStrictEqual({ sandbox_id: 'sb-77' });
-    expect(() => codec.decode('SandboxTerminateRequest', unhex('fb01'))).toThrow(/field 31 of modal\.client\.SandboxTerminateRequest at byte 0: wire type 3 is a group/);
+    expect(() => codec.decode('SandboxTerminateRequest', unhex('fb01'))).toThrow(
+      /field 31 of modal\.client\.SandboxTerminateRequest at byte 0: wire type 3 is a group/,
+    );
     expect(() => codec.decode('SandboxTerminateRequest', unhex('0a0173 ff01'))).toThrow(/field 31 .* at byte 3: wire type 7 is not a protobuf wire type/);
     expect(() => codec.decode('SandboxTerminateRequest', unhex('07'))).toThrow(/invalid tag 7 at byte 0 .*field number 0/);
     expect(() => codec.decode('TaskExecStartRequest', unhex('220101'))).toThrow(/wire type 2 for the enum modal\.task_command_router\.TaskExecStdoutConfig/); // stdout_config

@@ -20,7 +20,23 @@ interface RawField {
 }
 type RawSchema = Record<string, { package: string; fields?: Record<string, RawField>; enum?: Record<string, number> }>;
 
-const SCALARS = new Set(['double', 'float', 'int32', 'int64', 'uint32', 'uint64', 'sint32', 'sint64', 'fixed32', 'fixed64', 'sfixed32', 'sfixed64', 'bool', 'string', 'bytes']);
+const SCALARS = new Set([
+  'double',
+  'float',
+  'int32',
+  'int64',
+  'uint32',
+  'uint64',
+  'sint32',
+  'sint64',
+  'fixed32',
+  'fixed64',
+  'sfixed32',
+  'sfixed64',
+  'bool',
+  'string',
+  'bytes',
+]);
 
 type Type =
   | { kind: 'scalar'; scalar: string }
@@ -71,7 +87,14 @@ export class SimCodec {
   /** A full name (`modal.client.X`) or a name unique across packages (`X`). */
   fullName(name: string): string {
     if (this.#raw.has(name)) return name;
-    const hits = [...this.#raw.keys()].filter((k) => k.endsWith(`.${name}`) && k.slice(0, -name.length - 1).split('.').every((p) => /^[a-z_]/.test(p)));
+    const hits = [...this.#raw.keys()].filter(
+      (k) =>
+        k.endsWith(`.${name}`) &&
+        k
+          .slice(0, -name.length - 1)
+          .split('.')
+          .every((p) => /^[a-z_]/.test(p)),
+    );
     if (hits.length !== 1) throw new ProtoError(`unknown or ambiguous message ${name}`);
     return hits[0] as string;
   }
@@ -135,7 +158,12 @@ export class SimCodec {
       if (field.type.kind === 'map') {
         for (const [k, item] of Object.entries(v as Record<string, unknown>)) {
           const entry = new Writer();
-          this.#encodeValue(1, field.type.key === 'bool' ? k === 'true' : SCALARS.has(field.type.key) && field.type.key !== 'string' ? Number(k) : k, { kind: 'scalar', scalar: field.type.key }, entry);
+          this.#encodeValue(
+            1,
+            field.type.key === 'bool' ? k === 'true' : SCALARS.has(field.type.key) && field.type.key !== 'string' ? Number(k) : k,
+            { kind: 'scalar', scalar: field.type.key },
+            entry,
+          );
           this.#encodeValue(2, item, field.type.value, entry);
           out.tag(field.number, 2).bytes(entry.finish());
         }

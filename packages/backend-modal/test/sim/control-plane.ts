@@ -38,7 +38,8 @@ class Idempotency {
     const raw = Buffer.from(ctx.raw).toString('hex');
     const seen = this.#seen.get(key);
     if (seen) {
-      if (seen.raw !== raw) return Promise.reject(new RpcError(Code.INVALID_ARGUMENT, `x-idempotency-key ${ctx.idempotencyKey} was used for a different request`));
+      if (seen.raw !== raw)
+        return Promise.reject(new RpcError(Code.INVALID_ARGUMENT, `x-idempotency-key ${ctx.idempotencyKey} was used for a different request`));
       return seen.answer;
     }
     const answer = fn();

@@ -77,7 +77,16 @@ export class ExecProcess {
     this.#socket = socket;
     if (req.stdout === 'devnull') this.stdout.ended = true;
     if (req.stderr !== 'pipe') this.stderr.ended = true;
-    const target = (stream: number) => (stream === 2 ? (req.stderr === 'pipe' ? this.stderr : req.stderr === 'stdout' && req.stdout === 'pipe' ? this.stdout : undefined) : req.stdout === 'pipe' ? this.stdout : undefined);
+    const target = (stream: number) =>
+      stream === 2
+        ? req.stderr === 'pipe'
+          ? this.stderr
+          : req.stderr === 'stdout' && req.stdout === 'pipe'
+            ? this.stdout
+            : undefined
+        : req.stdout === 'pipe'
+          ? this.stdout
+          : undefined;
     let pending: Buffer = Buffer.alloc(0);
     socket.on('data', (chunk: Buffer) => {
       // Docker's framing: 8-byte header (stream id, 3 zero bytes, big-endian length), payload.
@@ -133,7 +142,8 @@ export class ExecProcess {
   }
 
   async #write(offset: number, data: Uint8Array, eof: boolean): Promise<void> {
-    if (offset > this.stdinReceived) throw new RpcError(Code.OUT_OF_RANGE, `stdin write at offset ${offset}, but only ${this.stdinReceived} bytes were received`);
+    if (offset > this.stdinReceived)
+      throw new RpcError(Code.OUT_OF_RANGE, `stdin write at offset ${offset}, but only ${this.stdinReceived} bytes were received`);
     const fresh = data.subarray(Math.min(this.stdinReceived - offset, data.length));
     if (fresh.length > 0) {
       if (this.stdinClosed) throw new RpcError(Code.FAILED_PRECONDITION, 'stdin was already closed (eof)');

@@ -82,7 +82,9 @@ const TIMEOUT_UNITS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000
 
 /** grpc-message is percent-encoded UTF-8: everything outside printable ASCII, and '%' itself. */
 export function percentEncode(text: string): string {
-  return [...Buffer.from(text, 'utf8')].map((b) => (b >= 0x20 && b <= 0x7e && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+  return [...Buffer.from(text, 'utf8')]
+    .map((b) => (b >= 0x20 && b <= 0x7e && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`))
+    .join('');
 }
 
 export function frame(message: Uint8Array): Buffer {

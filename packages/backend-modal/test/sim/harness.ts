@@ -97,12 +97,27 @@ export class Harness {
 
   async exec(taskId: string, jwt: string, args: string[], extra: Msg = {}): Promise<string> {
     const execId = randomUUID();
-    await this.routerOk('TaskExecStart', { task_id: taskId, exec_id: execId, command_args: args, stdout_config: 'TASK_EXEC_STDOUT_CONFIG_PIPE', stderr_config: 'TASK_EXEC_STDERR_CONFIG_PIPE', ...extra }, jwt);
+    await this.routerOk(
+      'TaskExecStart',
+      {
+        task_id: taskId,
+        exec_id: execId,
+        command_args: args,
+        stdout_config: 'TASK_EXEC_STDOUT_CONFIG_PIPE',
+        stderr_config: 'TASK_EXEC_STDERR_CONFIG_PIPE',
+        ...extra,
+      },
+      jwt,
+    );
     return execId;
   }
 
   async read(taskId: string, jwt: string, execId: string, offset = 0, fd: 'STDOUT' | 'STDERR' = 'STDOUT'): Promise<CallResult & { data: Buffer }> {
-    const r = await this.router('TaskExecStdioRead', { task_id: taskId, exec_id: execId, offset, file_descriptor: `TASK_EXEC_STDIO_FILE_DESCRIPTOR_${fd}` }, jwt);
+    const r = await this.router(
+      'TaskExecStdioRead',
+      { task_id: taskId, exec_id: execId, offset, file_descriptor: `TASK_EXEC_STDIO_FILE_DESCRIPTOR_${fd}` },
+      jwt,
+    );
     return { ...r, data: Buffer.concat(r.messages.map((m) => Buffer.from((m.data ?? new Uint8Array()) as Uint8Array))) };
   }
 

@@ -5,7 +5,11 @@ import { posix } from 'node:path';
 import type Docker from 'dockerode';
 import { parseRef, pull, PullError, type RegistryAuth } from './pull.js';
 
-export type Step = { kind: 'FROM'; ref: string } | { kind: 'RUN'; argv: string[]; text: string } | { kind: 'ENV'; vars: Array<[string, string]> } | { kind: 'WORKDIR'; path: string };
+export type Step =
+  | { kind: 'FROM'; ref: string }
+  | { kind: 'RUN'; argv: string[]; text: string }
+  | { kind: 'ENV'; vars: Array<[string, string]> }
+  | { kind: 'WORKDIR'; path: string };
 
 export class BuildError extends Error {}
 
@@ -88,7 +92,11 @@ export async function build(steps: Step[], ctx: BuildContext): Promise<Built> {
     return { env, ...(workdir ? { workdir } : {}) };
   } catch (error) {
     // Steps already committed would stay behind as untagged images.
-    for (const id of committed.reverse()) await ctx.docker.getImage(id).remove({ force: true }).catch(() => undefined);
+    for (const id of committed.reverse())
+      await ctx.docker
+        .getImage(id)
+        .remove({ force: true })
+        .catch(() => undefined);
     if (error instanceof BuildError || error instanceof PullError) throw new BuildError(error.message);
     throw new BuildError(`the engine failed: ${(error as Error).message}`);
   }

@@ -55,13 +55,19 @@ export class Images {
     const authType = String(registry.registry_auth_type ?? 'REGISTRY_AUTH_TYPE_UNSPECIFIED');
     const secretId = String(registry.secret_id ?? '');
     const auth = this.#auth(authType, secretId);
-    const key = createHash('sha256').update(JSON.stringify([this.#salt, commands, authType, secretId])).digest('hex');
+    const key = createHash('sha256')
+      .update(JSON.stringify([this.#salt, commands, authType, secretId]))
+      .digest('hex');
     const known = this.#byContent.get(key);
     // A failed build is not cached: asking again builds again (under a new id).
     if (known && known.state !== 'failure' && !req.force_build) {
       return { image_id: known.id, ...(known.state === 'success' && known.result ? { result: known.result } : {}) };
     }
-    const id = known ? newId('im') : `im-${BigInt(`0x${key.slice(0, 32)}`).toString(36).slice(0, 22)}`;
+    const id = known
+      ? newId('im')
+      : `im-${BigInt(`0x${key.slice(0, 32)}`)
+          .toString(36)
+          .slice(0, 22)}`;
     const record: ImageRecord = { id, state: 'building', entries: [], dockerRef: `${IMAGE_REPO}:${imageTag(id)}`, env: [], changes: new Changes() };
     this.#byId.set(id, record);
     this.#byContent.set(key, record);
@@ -73,11 +79,13 @@ export class Images {
   /** Credentials for the pull, or an immediate refusal as Modal gives it. */
   #auth(authType: string, secretId: string): RegistryAuth | undefined {
     if (authType === 'REGISTRY_AUTH_TYPE_UNSPECIFIED' || authType === 'REGISTRY_AUTH_TYPE_PUBLIC') return undefined;
-    if (authType !== 'REGISTRY_AUTH_TYPE_STATIC_CREDS') throw new RpcError(Code.FAILED_PRECONDITION, `registry auth type ${authType} is unsupported in the simulator`);
+    if (authType !== 'REGISTRY_AUTH_TYPE_STATIC_CREDS')
+      throw new RpcError(Code.FAILED_PRECONDITION, `registry auth type ${authType} is unsupported in the simulator`);
     const env = this.deps.secretEnv(secretId);
     if (!env) throw new RpcError(Code.NOT_FOUND, `Secret ${secretId} not found`);
     const missing = ['REGISTRY_USERNAME', 'REGISTRY_PASSWORD'].filter((k) => !env[k]);
-    if (missing.length > 0) throw new RpcError(Code.FAILED_PRECONDITION, `Secret ${secretId} is missing key(s) ${missing.join(', ')} needed for registry authentication`);
+    if (missing.length > 0)
+      throw new RpcError(Code.FAILED_PRECONDITION, `Secret ${secretId} is missing key(s) ${missing.join(', ')} needed for registry authentication`);
     return { username: env.REGISTRY_USERNAME as string, password: env.REGISTRY_PASSWORD as string };
   }
 
@@ -141,7 +149,11 @@ export class Images {
     await Promise.allSettled([...this.#builds]);
     for (const record of this.#byId.values()) {
       // By tag and without force: only this tag goes when the image has others (a pulled FROM).
-      if (record.state === 'success') await this.deps.docker.getImage(record.dockerRef).remove().catch(() => undefined);
+      if (record.state === 'success')
+        await this.deps.docker
+          .getImage(record.dockerRef)
+          .remove()
+          .catch(() => undefined);
     }
   }
 }

@@ -63,8 +63,9 @@ export class ModalSimulator {
       evict: (id) => this.#sandboxes.evict(id),
       expireRouterJwts: () => this.#tokens.expireAll(),
       resetConnections: (mode) => {
-        for (const server of this.#servers) if (mode === 'rst') server.resetStreams();
-        else server.goaway();
+        for (const server of this.#servers)
+          if (mode === 'rst') server.resetStreams();
+          else server.goaway();
       },
     });
     const secretEnv = (id: string) => this.#secrets.get(id)?.env;
@@ -137,7 +138,11 @@ export class ModalSimulator {
     await this.#images.close();
     // Whatever a crash in the middle of a create may have left.
     const left = await this.docker.listContainers({ all: true, filters: { label: [`${INSTANCE_LABEL}=${this.#instance}`] } });
-    for (const c of left) await this.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+    for (const c of left)
+      await this.docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
   }
 
   #labels(simId: string): Record<string, string> {
@@ -163,7 +168,13 @@ export class ModalSimulator {
       apps: this.#apps,
       routerUrl: () => this.routerUrl,
     });
-    const router = routerMethods({ sandboxes: this.#sandboxes, tokens: this.#tokens, faults: this.faults, secretEnv: (id) => this.#secrets.get(id)?.env, longPollMs: () => this.#longPollMs });
+    const router = routerMethods({
+      sandboxes: this.#sandboxes,
+      tokens: this.#tokens,
+      faults: this.faults,
+      secretEnv: (id) => this.#secrets.get(id)?.env,
+      longPollMs: () => this.#longPollMs,
+    });
     const serve = (methods: Map<string, Method>) =>
       GrpcServer.start({
         key,

@@ -53,7 +53,9 @@ export async function pull(docker: Docker, ref: ImageRef, auth: RegistryAuth | u
       return;
     } catch (error) {
       if (statusCodeOf(error) !== 404) throw new PullError(engineMessage(error));
-      throw new PullError(`pull access denied for ${ref.path}: the image is not in the local engine, and pulling from Docker Hub is unsupported in the simulator (it contacts only registries on 127.0.0.0/8)`);
+      throw new PullError(
+        `pull access denied for ${ref.path}: the image is not in the local engine, and pulling from Docker Hub is unsupported in the simulator (it contacts only registries on 127.0.0.0/8)`,
+      );
     }
   }
   if (!isLoopback(ref.host)) throw new PullError(`pulling from ${ref.host} is unsupported in the simulator: it contacts only registries on 127.0.0.0/8`);
@@ -69,7 +71,13 @@ export async function pull(docker: Docker, ref: ImageRef, auth: RegistryAuth | u
         const line = pending.slice(0, at).trim();
         pending = pending.slice(at + 1);
         if (!line) continue;
-        const p = JSON.parse(line) as { status?: string; id?: string; progressDetail?: { current?: number }; error?: string; errorDetail?: { message?: string } };
+        const p = JSON.parse(line) as {
+          status?: string;
+          id?: string;
+          progressDetail?: { current?: number };
+          error?: string;
+          errorDetail?: { message?: string };
+        };
         // The engine reports some failures inside a stream it calls successful.
         const failed = p.errorDetail?.message ?? p.error;
         if (failed) {
@@ -104,7 +112,8 @@ async function explain(ref: ImageRef, auth: RegistryAuth | undefined, engine: st
 async function registryWords(ref: ImageRef, auth: RegistryAuth | undefined): Promise<string | undefined> {
   try {
     const headers: Record<string, string> = {
-      accept: 'application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json',
+      accept:
+        'application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json',
     };
     if (auth) headers.authorization = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
     const res = await fetch(`http://${ref.host}/v2/${ref.path}/manifests/${ref.reference}`, { headers, signal: AbortSignal.timeout(5000) });

@@ -44,7 +44,8 @@ export function routerMethods(deps: RouterDeps): Map<string, Method> {
   };
   /** Re-checked on every wake-up: the sandbox may end while a call waits. */
   const alive = (record: SandboxRecord) => {
-    if (record.vanished || record.state !== 'running' || record.ending) throw new RpcError(Code.NOT_FOUND, 'The Sandbox is unavailable: it has finished or was removed');
+    if (record.vanished || record.state !== 'running' || record.ending)
+      throw new RpcError(Code.NOT_FOUND, 'The Sandbox is unavailable: it has finished or was removed');
   };
   const exitMsg = (exit: ExitStatus): Msg => ('code' in exit ? { code: exit.code } : { signal: exit.signal });
 

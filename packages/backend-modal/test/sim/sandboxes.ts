@@ -74,7 +74,8 @@ export class Sandboxes {
   byTask(taskId: string): SandboxRecord {
     const record = this.#byTask.get(taskId);
     if (!record) throw new RpcError(Code.NOT_FOUND, `Task ${taskId} not found`);
-    if (record.vanished || record.state !== 'running' || record.ending) throw new RpcError(Code.NOT_FOUND, 'The Sandbox is unavailable: it has finished or was removed');
+    if (record.vanished || record.state !== 'running' || record.ending)
+      throw new RpcError(Code.NOT_FOUND, 'The Sandbox is unavailable: it has finished or was removed');
     return record;
   }
 
@@ -122,13 +123,16 @@ export class Sandboxes {
   async #start(record: SandboxRecord): Promise<void> {
     const def = record.definition;
     const timeoutSecs = Number(def.timeout_secs ?? 0) || DEFAULT_TIMEOUT_SECS;
-    record.timers.push(setTimeout(() => void this.#end(record, { status: Status.TIMEOUT, exception: `Sandbox timed out after ${timeoutSecs}s` }), timeoutSecs * 1000));
+    record.timers.push(
+      setTimeout(() => void this.#end(record, { status: Status.TIMEOUT, exception: `Sandbox timed out after ${timeoutSecs}s` }), timeoutSecs * 1000),
+    );
     const idle = Number(def.idle_timeout_secs ?? 0);
     if (idle > 0) {
       record.timers.push(
         setInterval(() => {
           const busy = record.procs.some((p) => !p.exit);
-          if (record.state === 'running' && !busy && Date.now() - record.lastActivity > idle * 1000) void this.#end(record, { status: Status.IDLE_TIMEOUT, exception: `Sandbox was idle for ${idle}s` });
+          if (record.state === 'running' && !busy && Date.now() - record.lastActivity > idle * 1000)
+            void this.#end(record, { status: Status.IDLE_TIMEOUT, exception: `Sandbox was idle for ${idle}s` });
         }, 250),
       );
     }
@@ -138,7 +142,8 @@ export class Sandboxes {
       // A sandbox on an image still building waits for the build, as on Modal.
       while (image?.state === 'building' && !ended()) await Promise.race([image.changes.next(), record.changes.next()]);
       if (ended()) return;
-      if (image?.state !== 'success') return void this.#end(record, { status: Status.INIT_FAILURE, exception: image?.result?.exception ?? `Image ${record.imageId} is unavailable` });
+      if (image?.state !== 'success')
+        return void this.#end(record, { status: Status.INIT_FAILURE, exception: image?.result?.exception ?? `Image ${record.imageId} is unavailable` });
       const container = await this.deps.docker.createContainer(this.#containerSpec(record, image.dockerRef, image.env, image.workdir, timeoutSecs));
       record.container = container;
       if (ended()) return void this.#remove(record);
@@ -155,7 +160,13 @@ export class Sandboxes {
     }
   }
 
-  #containerSpec(record: SandboxRecord, image: string, imageEnv: string[], imageWorkdir: string | undefined, timeoutSecs: number): Docker.ContainerCreateOptions {
+  #containerSpec(
+    record: SandboxRecord,
+    image: string,
+    imageEnv: string[],
+    imageWorkdir: string | undefined,
+    timeoutSecs: number,
+  ): Docker.ContainerCreateOptions {
     const def = record.definition;
     const args = (def.entrypoint_args ?? []) as string[];
     // Without entrypoint_args a Modal sandbox just stays up until its timeout.
@@ -190,9 +201,13 @@ export class Sandboxes {
     const exit = (await container.wait().catch(() => undefined)) as { StatusCode?: number } | undefined;
     if (record.ending || exit?.StatusCode === undefined) return;
     const code = exit.StatusCode;
-    const oom = await container.inspect().then((i) => i.State.OOMKilled, () => false);
+    const oom = await container.inspect().then(
+      (i) => i.State.OOMKilled,
+      () => false,
+    );
     if (code === 0) return void this.#end(record, { status: Status.SUCCESS });
-    if (code > 128 && this.deps.killsAs() === 'INTERNAL_FAILURE') return void this.#end(record, { status: Status.INTERNAL_FAILURE, exception: `the sandbox's container was killed (exit code ${code})` });
+    if (code > 128 && this.deps.killsAs() === 'INTERNAL_FAILURE')
+      return void this.#end(record, { status: Status.INTERNAL_FAILURE, exception: `the sandbox's container was killed (exit code ${code})` });
     void this.#end(record, { status: Status.FAILURE, exitcode: code, ...(oom ? { exception: 'Sandbox ran out of memory (OOM killed)' } : {}) });
   }
 
@@ -201,7 +216,11 @@ export class Sandboxes {
     if (record.ended) return record.ended;
     record.ending = result;
     for (const t of record.timers) clearTimeout(t);
-    for (const exec of record.execs.values()) void exec.then((e) => e.abandon(), () => undefined);
+    for (const exec of record.execs.values())
+      void exec.then(
+        (e) => e.abandon(),
+        () => undefined,
+      );
     record.ended = this.#remove(record).then(() => {
       record.state = 'ended';
       record.result = result;
@@ -214,7 +233,12 @@ export class Sandboxes {
   #remove(record: SandboxRecord): Promise<void> {
     const container = record.container;
     if (!container) return Promise.resolve();
-    record.removal ??= this.#track(container.remove({ force: true }).then(() => undefined, () => undefined));
+    record.removal ??= this.#track(
+      container.remove({ force: true }).then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
     return record.removal;
   }
 

@@ -17,11 +17,19 @@ export async function sweepOrphans(docker: Docker, simLabel: string): Promise<vo
   const containers = await docker.listContainers({ all: true, filters: { label: [simLabel, 'berth.owner-pid'] } });
   for (const c of containers) {
     const pid = Number(c.Labels['berth.owner-pid']);
-    if (Number.isInteger(pid) && pid > 0 && !alive(pid)) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+    if (Number.isInteger(pid) && pid > 0 && !alive(pid))
+      await docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
   }
   const images = await docker.listImages({ filters: { reference: [IMAGE_REPO] } });
   for (const tag of images.flatMap((i) => i.RepoTags ?? [])) {
     const pid = Number(/^[^:]+:p(\d+)-/.exec(tag)?.[1]);
-    if (Number.isInteger(pid) && pid > 0 && !alive(pid)) await docker.getImage(tag).remove().catch(() => undefined);
+    if (Number.isInteger(pid) && pid > 0 && !alive(pid))
+      await docker
+        .getImage(tag)
+        .remove()
+        .catch(() => undefined);
   }
 }

@@ -294,8 +294,7 @@ export function stripDefaults(name: string, value: Record<string, unknown>, sche
   const index = indexSchema(schema);
   const info = index.message(name);
   const out: Record<string, unknown> = {};
-  const strip = (type: ResolvedType, v: unknown): unknown =>
-    type.kind === 'message' ? stripDefaults(type.name, v as Record<string, unknown>, schema) : v;
+  const strip = (type: ResolvedType, v: unknown): unknown => (type.kind === 'message' ? stripDefaults(type.name, v as Record<string, unknown>, schema) : v);
   for (const [key, v] of Object.entries(value)) {
     const field = info.byName.get(key);
     if (!field || v === undefined) continue;

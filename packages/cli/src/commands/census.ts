@@ -23,7 +23,10 @@ export async function censusCommand(jobDir: string, opts: { json?: boolean; exam
     process.stdout.write(`${JSON.stringify({ jobDir: job.jobDir, failedAttempts: failed.length, tasks: job.tasks.length, groups }, null, 2)}\n`);
     return 0;
   }
-  const lines = [`${groups.length} problem(s) among ${failed.length} failed attempt(s) of ${new Set(failed.map((a) => a.taskId)).size} task(s) (${job.tasks.length} tasks in the run)`, ''];
+  const lines = [
+    `${groups.length} problem(s) among ${failed.length} failed attempt(s) of ${new Set(failed.map((a) => a.taskId)).size} task(s) (${job.tasks.length} tasks in the run)`,
+    '',
+  ];
   // Off a terminal (a log, a pipe) nothing is cut: the end of a message says what to do.
   const width = process.stdout.isTTY ? Math.max(60, (process.stdout.columns ?? 120) - 8) : Infinity;
   for (const g of groups) {
@@ -41,11 +44,16 @@ export async function censusCommand(jobDir: string, opts: { json?: boolean; exam
 export function registerCensus(program: Command): void {
   program
     .command('census')
-    .description('Group the failed attempts of a finished run by fingerprint (category, type, normalised message), so many failures read as the few problems they are')
+    .description(
+      'Group the failed attempts of a finished run by fingerprint (category, type, normalised message), so many failures read as the few problems they are',
+    )
     .argument('<job-dir>', 'a job directory written by berth run')
     .option('--examples <n>', 'example tasks shown per problem', '3')
     .option('--json', 'print the groups as JSON')
-    .addHelpText('after', `\nMessages are normalised by replacing task ids, image references, ids, addresses and numbers.\n\nExample:\n  berth census berth-jobs/swebench --json | jq '.groups[0]'`)
+    .addHelpText(
+      'after',
+      `\nMessages are normalised by replacing task ids, image references, ids, addresses and numbers.\n\nExample:\n  berth census berth-jobs/swebench --json | jq '.groups[0]'`,
+    )
     .action(async (jobDir: string, opts: { json?: boolean; examples: string }) => {
       process.exitCode = await censusCommand(jobDir, opts);
     });

@@ -33,8 +33,7 @@ function imageName(image: EnvironmentSpecInput['image']): string {
 }
 
 const RANK: Record<PreflightStatus, number> = { ok: 0, warn: 1, fail: 2 };
-const worst = (checks: readonly PreflightCheck[]): PreflightStatus =>
-  checks.reduce<PreflightStatus>((w, c) => (RANK[c.status] > RANK[w] ? c.status : w), 'ok');
+const worst = (checks: readonly PreflightCheck[]): PreflightStatus => checks.reduce<PreflightStatus>((w, c) => (RANK[c.status] > RANK[w] ? c.status : w), 'ok');
 
 function firstLine(text: string): string {
   return cliWords(text.split('\n')[0] ?? '');
@@ -61,7 +60,11 @@ export async function preflightCommand(tasksPath: string, opts: PreflightOptions
     } catch (error) {
       // The backend cannot run this task at all (a capability it lacks, a bad env template...).
       key = `task:${task.id}`;
-      entry = { image: 'ref' in task.image ? task.image.ref : task.image.build.context, tasks: [], refused: { name: 'task', status: 'fail' as const, message: (error as Error).message, error: serializeError(error) } };
+      entry = {
+        image: 'ref' in task.image ? task.image.ref : task.image.build.context,
+        tasks: [],
+        refused: { name: 'task', status: 'fail' as const, message: (error as Error).message, error: serializeError(error) },
+      };
     }
     entry.tasks.push(task);
     groups.set(key, entry);
@@ -75,7 +78,8 @@ export async function preflightCommand(tasksPath: string, opts: PreflightOptions
     const image = group.spec?.image;
     const built = image !== undefined && typeof image === 'object' && 'build' in image;
     if (built && opts.build && worst(checks) !== 'fail') checks.push(await buildCheck(backend, group.spec!));
-    else if (built && !opts.build) checks.push({ name: 'build', status: 'warn', message: 'not built (--no-build): a failing Dockerfile step shows only in the run' });
+    else if (built && !opts.build)
+      checks.push({ name: 'build', status: 'warn', message: 'not built (--no-build): a failing Dockerfile step shows only in the run' });
     rows.push({ image: group.image, tasks: group.tasks.map((t) => t.id), status: worst(checks), checks });
   }
   // The problems first.
@@ -101,11 +105,18 @@ export async function preflightCommand(tasksPath: string, opts: PreflightOptions
     );
     out.push('');
     if (broken.length > 0) {
-      out.push(renderTable(['STATUS', 'TASK', 'CHECK', 'DETAIL'], broken.flatMap((r) => r.checks.map((c) => ['FAIL', r.task, c.name, firstLine(c.message)]))));
+      out.push(
+        renderTable(
+          ['STATUS', 'TASK', 'CHECK', 'DETAIL'],
+          broken.flatMap((r) => r.checks.map((c) => ['FAIL', r.task, c.name, firstLine(c.message)])),
+        ),
+      );
       out.push('');
     }
     const affected = new Set([...failing.flatMap((r) => r.tasks), ...broken.map((r) => r.task)]).size;
-    const problems = [failing.length > 0 ? `${failing.length} of ${rows.length} image(s)` : '', broken.length > 0 ? `${broken.length} task definition(s)` : ''].filter(Boolean).join(' and ');
+    const problems = [failing.length > 0 ? `${failing.length} of ${rows.length} image(s)` : '', broken.length > 0 ? `${broken.length} task definition(s)` : '']
+      .filter(Boolean)
+      .join(' and ');
     out.push(
       ok
         ? `ok: ${rows.length} image(s) for ${tasks.length} task(s) can be run on ${backend.name}`

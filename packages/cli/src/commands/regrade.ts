@@ -27,7 +27,13 @@ export async function regradeCommand(jobDir: string, opts: RegradeOptions): Prom
       `mean reward over ${result.mean.over} chosen attempt(s): recorded ${result.mean.recorded.toFixed(3)}, regraded ${result.mean.regraded.toFixed(3)}`,
     ];
     if (result.disagreements.length > 0) {
-      lines.push('', renderTable(['TASK', 'ATTEMPT', 'RECORDED', 'REGRADED', 'KIND'], result.disagreements.map((d) => [d.taskId, `${d.attempt}${d.chosen ? ' (chosen)' : ''}`, String(d.recorded), String(d.regraded), d.kind ?? ''])));
+      lines.push(
+        '',
+        renderTable(
+          ['TASK', 'ATTEMPT', 'RECORDED', 'REGRADED', 'KIND'],
+          result.disagreements.map((d) => [d.taskId, `${d.attempt}${d.chosen ? ' (chosen)' : ''}`, String(d.recorded), String(d.regraded), d.kind ?? '']),
+        ),
+      );
     }
     for (const e of result.errors) lines.push(`error ${e.taskId} attempt ${e.attempt}: ${e.error}`);
     process.stdout.write(`${lines.join('\n')}\n`);

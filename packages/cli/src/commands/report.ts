@@ -22,7 +22,9 @@ export async function reportCommand(jobDir: string, opts: ReportOptions): Promis
   if (opts.json) {
     process.stdout.write(`${JSON.stringify({ ...job.report, ...(htmlPath ? { html: htmlPath } : {}) }, null, 2)}\n`);
   } else {
-    process.stdout.write(renderSummary(job, { color: process.stdout.isTTY === true && !process.env.NO_COLOR, ...(opts.allTasks ? { taskRows: Infinity } : {}) }));
+    process.stdout.write(
+      renderSummary(job, { color: process.stdout.isTTY === true && !process.env.NO_COLOR, ...(opts.allTasks ? { taskRows: Infinity } : {}) }),
+    );
     if (htmlPath) process.stdout.write(`\nreport.html: ${htmlPath}\n`);
   }
   return job.report.report.valid ? 0 : 1;
@@ -37,7 +39,10 @@ export function registerReport(program: Command): void {
     .option('--no-html', 'only the terminal summary')
     .option('--all-tasks', 'list every task in the summary (default: the first 50, problems first)')
     .option('--json', "print the run's report.json (and the report.html path)")
-    .addHelpText('after', `\nExit status: 0 when the run is valid, 1 when it is not, 2 on a usage error.\n\nExample:\n  berth report berth-jobs/tasks && xdg-open berth-jobs/tasks/report.html`)
+    .addHelpText(
+      'after',
+      `\nExit status: 0 when the run is valid, 1 when it is not, 2 on a usage error.\n\nExample:\n  berth report berth-jobs/tasks && xdg-open berth-jobs/tasks/report.html`,
+    )
     .action(async (jobDir: string, opts: ReportOptions) => {
       process.exitCode = await reportCommand(jobDir, opts);
     });

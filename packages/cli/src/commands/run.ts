@@ -28,7 +28,7 @@ const FLAG_OF: Record<string, string> = {
   maxAttempts: '--attempts',
   agent: '--agent (commands are compared by a hash of their text)',
   backend: '--backend',
-  target: "where the backend runs (its cluster, namespace, engine or Modal environment)",
+  target: 'where the backend runs (its cluster, namespace, engine or Modal environment)',
   'journal version': 'the berth version that wrote the job',
 };
 
@@ -43,7 +43,6 @@ function mismatchUsage(jobDir: string, error: RunMismatchError): UsageError {
       `Run the same command with --fresh to start over (the old job is moved aside, not deleted), or give --job-dir <another dir>.`,
   );
 }
-
 
 /** Where a run's files go unless --job-dir says: ./berth-jobs/<tasks dir name>, so the same command resumes. */
 export function defaultJobDir(tasksPath: string): string {
@@ -113,7 +112,19 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
   const release = stopOnSignals(controller, (text) => display.notice(text));
   let result;
   try {
-    result = await runHarborJob({ tasks, tasksDir, backend, jobDir, agent, agentId: agentIdOf(opts.agent), maxAttempts, concurrency, ...(deadlineMs ? { deadlineMs } : {}), signal: controller.signal, events });
+    result = await runHarborJob({
+      tasks,
+      tasksDir,
+      backend,
+      jobDir,
+      agent,
+      agentId: agentIdOf(opts.agent),
+      maxAttempts,
+      concurrency,
+      ...(deadlineMs ? { deadlineMs } : {}),
+      signal: controller.signal,
+      events,
+    });
   } catch (error) {
     if (RunMismatchError.isInstance(error) && error instanceof RunMismatchError) throw mismatchUsage(jobDir, error);
     throw error;
@@ -126,10 +137,13 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
   if (opts.json) {
     process.stdout.write(`${JSON.stringify({ jobDir, report, resume: result.resume ?? null }, null, 2)}\n`);
   } else {
-    if (result.resume && result.resume.reusedAttempts > 0) say(`resumed: ${result.resume.reusedAttempts} attempt(s) reused from the journal, ${result.resume.interruptedAttempts} interrupted one(s) run again`);
+    if (result.resume && result.resume.reusedAttempts > 0)
+      say(`resumed: ${result.resume.reusedAttempts} attempt(s) reused from the journal, ${result.resume.interruptedAttempts} interrupted one(s) run again`);
     if (result.resume && result.resume.changedTasks.length > 0) say(`changed since the last run, so run again: ${result.resume.changedTasks.join(', ')}`);
     const mean = report.score ? `${report.score.mean.toFixed(3)} over ${report.score.over}` : 'n/a';
-    say(`scored ${report.scored}/${report.total} (coverage ${report.coverage.toFixed(3)}), mean reward ${mean}, task failures ${report.taskFailures}, infra failed ${report.infraFailed.total}, not run ${report.notRun.total}, ${report.attempts} attempt(s), ${report.retries} retries`);
+    say(
+      `scored ${report.scored}/${report.total} (coverage ${report.coverage.toFixed(3)}), mean reward ${mean}, task failures ${report.taskFailures}, infra failed ${report.infraFailed.total}, not run ${report.notRun.total}, ${report.attempts} attempt(s), ${report.retries} retries`,
+    );
     say(`valid: ${report.valid ? 'yes' : 'NO'}`);
     for (const reason of report.invalidReasons) say(`  - ${reason}`);
     if (report.notRun.cancelled > 0) say(`stopped: ${report.notRun.cancelled} task(s) not run; run the same command again to resume`);

@@ -12,7 +12,10 @@ interface SandboxOptions extends BackendFlags {
 
 async function loadOneTask(taskDir: string): Promise<HarborTask> {
   const tasks = await loadHarborTasks(resolve(taskDir));
-  if (tasks.length !== 1) throw new UsageError(`${taskDir} holds ${tasks.length} tasks; give one task directory (the one with task.toml), e.g. ${taskDir}/${tasks[0]?.id ?? '<task>'}`);
+  if (tasks.length !== 1)
+    throw new UsageError(
+      `${taskDir} holds ${tasks.length} tasks; give one task directory (the one with task.toml), e.g. ${taskDir}/${tasks[0]?.id ?? '<task>'}`,
+    );
   return tasks[0]!;
 }
 
@@ -20,10 +23,18 @@ async function loadOneTask(taskDir: string): Promise<HarborTask> {
  * Start the task's sandbox as a trial would (tests in /tests, solution in /solution), run `work`
  * in it, and remove it whatever happens: at the end, on an error, or on SIGTERM/SIGHUP.
  */
-async function withTaskSandbox(taskDir: string, opts: SandboxOptions, needsTty: boolean, work: (env: Environment, task: HarborTask, signal: AbortSignal) => Promise<number>): Promise<number> {
+async function withTaskSandbox(
+  taskDir: string,
+  opts: SandboxOptions,
+  needsTty: boolean,
+  work: (env: Environment, task: HarborTask, signal: AbortSignal) => Promise<number>,
+): Promise<number> {
   const task = await loadOneTask(taskDir);
   const backend = await loadBackend(opts);
-  if (needsTty && !backend.capabilities.tty) throw new UsageError(`the ${backend.name} backend cannot give a command a terminal (tty); use --backend docker for an interactive shell, or \`berth exec\``);
+  if (needsTty && !backend.capabilities.tty)
+    throw new UsageError(
+      `the ${backend.name} backend cannot give a command a terminal (tty); use --backend docker for an interactive shell, or \`berth exec\``,
+    );
   const controller = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => controller.abort(new Error(`stopped by ${signal}`));
   for (const s of ['SIGTERM', 'SIGHUP', 'SIGINT'] as const) process.on(s, onSignal);
@@ -31,7 +42,9 @@ async function withTaskSandbox(taskDir: string, opts: SandboxOptions, needsTty: 
   try {
     const env = await startTaskSandbox(backend, task, { signal: controller.signal });
     try {
-      process.stderr.write(`berth: sandbox ${env.id} (${describeImage(env.spec.image)}), tests in /tests${task.solutionDir ? ', solution in /solution' : ''}; it is removed when this ends\n`);
+      process.stderr.write(
+        `berth: sandbox ${env.id} (${describeImage(env.spec.image)}), tests in /tests${task.solutionDir ? ', solution in /solution' : ''}; it is removed when this ends\n`,
+      );
       return await work(env, task, controller.signal);
     } finally {
       await env.teardown();
@@ -108,7 +121,10 @@ export function registerShell(program: Command): void {
     .description("Open an interactive shell in a task's sandbox (tests in /tests, solution in /solution); the sandbox is removed when the shell exits")
     .argument('<task-dir>', 'one task directory (with task.toml)');
   addBackendOptions(command)
-    .addHelpText('after', `\nExample:\n  berth shell examples/tasks/hello-world\n  (then: sh /solution/solve.sh && sh /tests/test.sh; cat /logs/verifier/reward.txt)`)
+    .addHelpText(
+      'after',
+      `\nExample:\n  berth shell examples/tasks/hello-world\n  (then: sh /solution/solve.sh && sh /tests/test.sh; cat /logs/verifier/reward.txt)`,
+    )
     .action(async (taskDir: string, opts: SandboxOptions) => {
       process.exitCode = await shellCommand(taskDir, opts);
     });
@@ -123,7 +139,10 @@ export function registerExec(program: Command): void {
   addBackendOptions(command)
     .option('--tty', 'give the command a terminal (your stdin is its input)')
     .option('--json', 'print the result (exit code, stdout, stderr, duration) as JSON instead of streaming the output')
-    .addHelpText('after', `\nExit status: the command's own (124 if it timed out); 2 on a usage error.\n\nExamples:\n  berth exec examples/tasks/hello-world -- sh /solution/solve.sh\n  berth exec examples/tasks/hello-world -- 'ls -la /tests | wc -l'`)
+    .addHelpText(
+      'after',
+      `\nExit status: the command's own (124 if it timed out); 2 on a usage error.\n\nExamples:\n  berth exec examples/tasks/hello-world -- sh /solution/solve.sh\n  berth exec examples/tasks/hello-world -- 'ls -la /tests | wc -l'`,
+    )
     .action(async (taskDir: string, command: string[], opts: SandboxOptions) => {
       process.exitCode = await execCommand(taskDir, command, opts);
     });

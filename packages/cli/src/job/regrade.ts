@@ -55,14 +55,23 @@ async function exists(path: string): Promise<boolean> {
 
 function runParser(parser: RewardParser, cwd: string, env: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn('sh', ['-c', parser.command], { cwd, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'], signal: AbortSignal.timeout(parser.timeoutMs) });
+    const child = spawn('sh', ['-c', parser.command], {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      signal: AbortSignal.timeout(parser.timeoutMs),
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));
     const stdoutFile = join(cwd, 'test-stdout.txt');
     stat(stdoutFile).then(
-      () => createReadStream(stdoutFile).on('error', () => child.stdin.end()).pipe(child.stdin).on('error', () => undefined),
+      () =>
+        createReadStream(stdoutFile)
+          .on('error', () => child.stdin.end())
+          .pipe(child.stdin)
+          .on('error', () => undefined),
       () => child.stdin.end(),
     );
     child.on('error', (e) => reject(new Error(e.name === 'AbortError' ? `the reward parser did not finish within ${parser.timeoutMs / 1000} s` : e.message)));
@@ -98,7 +107,8 @@ async function regradeOne(job: JobData, a: AttemptView, parser: RewardParser | u
         () => 0,
       );
     }
-    const kind = Math.abs(regraded - recorded) < 1e-9 ? 'agree' : recorded === 0 && regraded > 0 ? 'fake zero' : recorded > 0 && regraded === 0 ? 'fake pass' : 'differs';
+    const kind =
+      Math.abs(regraded - recorded) < 1e-9 ? 'agree' : recorded === 0 && regraded > 0 ? 'fake zero' : recorded > 0 && regraded === 0 ? 'fake pass' : 'differs';
     return { ...base, regraded, kind };
   } catch (error) {
     return { ...base, error: (error as Error).message };

@@ -15,7 +15,10 @@ export function formatReward(value: number): string {
 export function formatTimestamp(iso: string): string {
   const ms = Date.parse(iso);
   if (Number.isNaN(ms)) return iso;
-  return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+  return new Date(ms)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, ' UTC');
 }
 
 /** Category keys as words: 'permanent_infra' -> 'permanent infra'. */

@@ -60,7 +60,15 @@ export function renderFailures(job: JobData): string {
       : `${categoryChips(report.byCategory)}
 <div class="ftable">
 <div class="frow fhead" aria-hidden="true"><span>Error type</span><span>Category</span><span>Tasks</span><span class="num">Attempts</span></div>
-${types.map(([type, n]) => typeDetails(type, n, failed.filter((a) => a.type === type))).join('\n')}
+${types
+  .map(([type, n]) =>
+    typeDetails(
+      type,
+      n,
+      failed.filter((a) => a.type === type),
+    ),
+  )
+  .join('\n')}
 </div>
 <p class="hint">Every failed attempt counts, retried ones included. Open a type for its cause chains, outermost error first.</p>`;
   return `<section class="card" id="failures"><div class="section-head"><h2>Failed attempts</h2></div>${body}</section>`;

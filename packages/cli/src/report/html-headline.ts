@@ -65,14 +65,23 @@ export function renderCounts(job: JobData): string {
   const { infraFailed, notRun } = report;
   const stats = [
     stat('Tasks', metric('total', String(report.total))),
-    stat('Scored', metric('scored', String(report.scored)), `incl. ${metric('taskFailures', String(report.taskFailures))} task failure${report.taskFailures === 1 ? '' : 's'}`),
+    stat(
+      'Scored',
+      metric('scored', String(report.scored)),
+      `incl. ${metric('taskFailures', String(report.taskFailures))} task failure${report.taskFailures === 1 ? '' : 's'}`,
+    ),
     stat(
       'Infra failed',
       metric('infraFailed.total', String(infraFailed.total)),
       `transient ${metric('infraFailed.transient', String(infraFailed.transient))} · permanent ${metric('infraFailed.permanent', String(infraFailed.permanent))} · unclassified ${metric('infraFailed.unclassified', String(infraFailed.unclassified))}`,
       infraFailed.total > 0 ? 'bad' : undefined,
     ),
-    stat('Not run', metric('notRun.total', String(notRun.total)), `deadline ${metric('notRun.deadline', String(notRun.deadline))} · cancelled ${metric('notRun.cancelled', String(notRun.cancelled))}`, notRun.total > 0 ? 'warn' : undefined),
+    stat(
+      'Not run',
+      metric('notRun.total', String(notRun.total)),
+      `deadline ${metric('notRun.deadline', String(notRun.deadline))} · cancelled ${metric('notRun.cancelled', String(notRun.cancelled))}`,
+      notRun.total > 0 ? 'warn' : undefined,
+    ),
     stat('Attempts', metric('attempts', String(report.attempts)), `${metric('retries', String(report.retries))} ${report.retries === 1 ? 'retry' : 'retries'}`),
   ];
   // Scored without a number to average: only worth a tile when it happened (it makes the run invalid).

@@ -49,7 +49,10 @@ function result(summary: HarborTaskSummary, taskIndex: number): string {
   if (summary.status === 'rewarded' && summary.reward !== undefined) {
     return `<span class="res" data-outcome="${outcome}" data-reward="${escapeHtml(formatReward(summary.reward))}"><span>reward ${metric(`tasks.${taskIndex}.reward`, formatReward(summary.reward), 'res-num')}</span></span>`;
   }
-  const what = summary.status === 'not_run' ? `not run · ${summary.notRunReason ?? 'deadline'}` : humanize(summary.status === 'task_failed' ? 'task_failure' : (summary.failureCategory ?? 'unclassified'));
+  const what =
+    summary.status === 'not_run'
+      ? `not run · ${summary.notRunReason ?? 'deadline'}`
+      : humanize(summary.status === 'task_failed' ? 'task_failure' : (summary.failureCategory ?? 'unclassified'));
   const type = summary.failureType ? `<span class="res-type">${escapeHtml(summary.failureType)}</span>` : '';
   return `<span class="res" data-outcome="${outcome}"${attrs({ title: summary.failureMessage })}><span>${escapeHtml(what)}</span>${type}</span>`;
 }

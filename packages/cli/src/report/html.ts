@@ -16,13 +16,7 @@ import { renderTimeline } from './html-timeline.js';
  */
 function contentSecurityPolicy(script: string): string {
   const hash = createHash('sha256').update(script, 'utf8').digest('base64');
-  return [
-    "default-src 'none'",
-    "style-src 'unsafe-inline'",
-    `script-src 'sha256-${hash}'`,
-    "base-uri 'none'",
-    "form-action 'none'",
-  ].join('; ');
+  return ["default-src 'none'", "style-src 'unsafe-inline'", `script-src 'sha256-${hash}'`, "base-uri 'none'", "form-action 'none'"].join('; ');
 }
 
 /**

@@ -22,7 +22,10 @@ const SLOWEST = 3;
 export function renderSummary(job: JobData, opts: SummaryOptions = {}): string {
   const p = paint(opts.color ?? false);
   const sections = [header(job, p), validity(job, p), scores(job, p), accounting(job, p), failures(job, p), slowest(job, p), taskTable(job, p, opts.taskRows)];
-  return `${sections.filter((lines) => lines.length > 0).map((lines) => lines.join('\n')).join('\n\n')}\n`;
+  return `${sections
+    .filter((lines) => lines.length > 0)
+    .map((lines) => lines.join('\n'))
+    .join('\n\n')}\n`;
 }
 
 function header(job: JobData, p: Paint): string[] {
@@ -83,7 +86,8 @@ function accounting(job: JobData, p: Paint): string[] {
     { label: 'attempts', value: String(report.attempts), note: `retries ${report.retries}` },
   ];
   // Rarely non-zero, and then a reason the run is invalid: shown only when they matter.
-  if (report.unscored > 0) rows.push({ label: 'unscored', value: String(report.unscored), note: `scored without a numeric ${report.score?.field ?? 'reward'}`, paintValue: p.yellow });
+  if (report.unscored > 0)
+    rows.push({ label: 'unscored', value: String(report.unscored), note: `scored without a numeric ${report.score?.field ?? 'reward'}`, paintValue: p.yellow });
   return alignRows(rows);
 }
 
@@ -103,13 +107,7 @@ function failures(job: JobData, p: Paint): string[] {
   const byCategory = countRows(report.byCategory, (c) => humanize(printable(c)));
   const byType = countRows(report.byType, printable);
   if (byCategory.length === 0 && byType.length === 0) return [p.dim('no failed attempts')];
-  return [
-    p.bold('failed attempts by category'),
-    ...alignRows(byCategory),
-    '',
-    p.bold('failed attempts by type'),
-    ...alignRows(byType),
-  ];
+  return [p.bold('failed attempts by category'), ...alignRows(byCategory), '', p.bold('failed attempts by type'), ...alignRows(byType)];
 }
 
 function taskTime(task: TaskView): number {

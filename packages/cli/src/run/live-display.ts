@@ -47,7 +47,12 @@ export class LiveDisplay implements RunDisplay {
     // Failures only: a clean score is in the bar, a task the run stopped is in "not run".
     if ((record.status === 'scored' && !record.failure) || record.status === 'not_run') return;
     const failure = record.failure;
-    this.#remember({ taskId: record.taskId, attempt: record.attempts.at(-1)?.attempt ?? 0, text: failure ? describeFailure(failure) : record.status, retried: false });
+    this.#remember({
+      taskId: record.taskId,
+      attempt: record.attempts.at(-1)?.attempt ?? 0,
+      text: failure ? describeFailure(failure) : record.status,
+      retried: false,
+    });
   }
 
   retry(e: { taskId: string; attempt: number; delayMs: number; failure: AttemptFailure }): void {

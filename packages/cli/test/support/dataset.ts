@@ -49,7 +49,17 @@ export async function writeDataset(root: string, tasks: readonly TaskDef[]): Pro
     const image = task.image ?? (task.kind === 'private' ? PRIVATE_IMAGE : LOCAL_IMAGE);
     await writeFile(
       join(dir, 'task.toml'),
-      ['version = "1.0"', '[verifier]', 'timeout_sec = 60.0', '[agent]', 'timeout_sec = 120.0', '[environment]', `docker_image = "${image}"`, 'network_mode = "no-network"', ''].join('\n'),
+      [
+        'version = "1.0"',
+        '[verifier]',
+        'timeout_sec = 60.0',
+        '[agent]',
+        'timeout_sec = 120.0',
+        '[environment]',
+        `docker_image = "${image}"`,
+        'network_mode = "no-network"',
+        '',
+      ].join('\n'),
     );
     await writeFile(join(dir, 'instruction.md'), `Write 42 to /app/answer.txt (${task.kind}).\n`);
     const sleep = task.kind === 'slow' ? `sleep ${task.sleepSec ?? 5}\n` : '';

@@ -97,7 +97,13 @@ const TASKS: TaskSpec[] = [
     status: 'rewarded',
     chosenAttempt: 2,
     attempts: [
-      { at: [0, 5_000], category: 'transient_infra', type: 'SandboxLostError', message: 'the container went away', causes: [{ name: 'SandboxLostError', type: 'SandboxLostError', message: 'the container went away' }] },
+      {
+        at: [0, 5_000],
+        category: 'transient_infra',
+        type: 'SandboxLostError',
+        message: 'the container went away',
+        causes: [{ name: 'SandboxLostError', type: 'SandboxLostError', message: 'the container went away' }],
+      },
       { at: [6_000, 50_000], reward: 0.5 },
     ],
   },
@@ -105,7 +111,15 @@ const TASKS: TaskSpec[] = [
     taskId: 'crash-verifier',
     status: 'task_failed',
     chosenAttempt: 1,
-    attempts: [{ at: [1_000, 30_000], category: 'task_failure', type: 'RewardFileMissing', message: 'the verifier wrote no reward', causes: [{ name: 'TaskFailure', type: 'RewardFileMissing', message: 'the verifier wrote no reward' }] }],
+    attempts: [
+      {
+        at: [1_000, 30_000],
+        category: 'task_failure',
+        type: 'RewardFileMissing',
+        message: 'the verifier wrote no reward',
+        causes: [{ name: 'TaskFailure', type: 'RewardFileMissing', message: 'the verifier wrote no reward' }],
+      },
+    ],
   },
   {
     taskId: 'private-img',
@@ -123,12 +137,24 @@ const TASKS: TaskSpec[] = [
       },
     ],
   },
-  { taskId: 'weird-error', status: 'infra_failed', attempts: [{ durationMs: 1_200, category: 'unclassified', type: 'TypeError', message: 'x is not a function' }] },
+  {
+    taskId: 'weird-error',
+    status: 'infra_failed',
+    attempts: [{ durationMs: 1_200, category: 'unclassified', type: 'TypeError', message: 'x is not a function' }],
+  },
   {
     taskId: 'late-task',
     status: 'not_run',
     notRunReason: 'deadline',
-    attempts: [{ at: [40_000, 90_000], category: 'cancelled', type: 'CancelledError', message: 'the run reached its deadline', causes: [{ name: 'CancelledError', type: 'CancelledError', message: 'the run reached its deadline' }] }],
+    attempts: [
+      {
+        at: [40_000, 90_000],
+        category: 'cancelled',
+        type: 'CancelledError',
+        message: 'the run reached its deadline',
+        causes: [{ name: 'CancelledError', type: 'CancelledError', message: 'the run reached its deadline' }],
+      },
+    ],
   },
 ];
 

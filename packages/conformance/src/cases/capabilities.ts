@@ -64,7 +64,10 @@ export function capabilityCases(h: Harness): void {
           expect(await interfaces(env)).toEqual(['lo']);
           expect(env.network).toBe('none');
           // Switching needs a sandbox made for it.
-          const error = await env.setNetwork('public').then(() => undefined, (e: unknown) => e);
+          const error = await env.setNetwork('public').then(
+            () => undefined,
+            (e: unknown) => e,
+          );
           expect(ConfigError.isInstance(error) && error.path).toBe('spec.networkSwitch');
         });
       },
@@ -84,7 +87,10 @@ export function capabilityCases(h: Harness): void {
           await env.setNetwork('none');
           expect(env.network).toBe('none');
           expect(await interfaces(env)).toEqual(['lo']);
-          const bad = await env.setNetwork('bogus' as 'none').then(() => undefined, (e: unknown) => e);
+          const bad = await env.setNetwork('bogus' as 'none').then(
+            () => undefined,
+            (e: unknown) => e,
+          );
           expect(ConfigError.isInstance(bad) && bad.path).toBe('mode');
         });
       },

@@ -28,7 +28,12 @@ export function execUserCases(h: Harness): void {
       title: 'a user the image does not have, or a malformed one, is a ConfigError on opts.user, not an exit code',
       run: async () => {
         for (const user of ['berth-no-such-user', 'a b', '']) {
-          const error = await env().exec(['true'], { user }).then(() => undefined, (e: unknown) => e);
+          const error = await env()
+            .exec(['true'], { user })
+            .then(
+              () => undefined,
+              (e: unknown) => e,
+            );
           expect(ConfigError.isInstance(error), `user ${JSON.stringify(user)}: ${String(error)}`).toBe(true);
           expect((error as ConfigError).path).toBe('opts.user');
           expect((error as Error).message).toContain(user === '' ? 'user must be' : user);

@@ -218,9 +218,7 @@ export function execCases(h: Harness): void {
       title: 'eight concurrent execs on one environment each get their own output',
       run: async () => {
         const results = await Promise.all(
-          Array.from({ length: 8 }, (_, i) =>
-            env().exec(`${lines(`task-${i}-`, (i + 1) * 150)}; echo "err-${i}" >&2; exit ${i}`),
-          ),
+          Array.from({ length: 8 }, (_, i) => env().exec(`${lines(`task-${i}-`, (i + 1) * 150)}; echo "err-${i}" >&2; exit ${i}`)),
         );
         results.forEach((r, i) => {
           expect(r.exitCode).toBe(i);

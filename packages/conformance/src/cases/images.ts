@@ -109,7 +109,10 @@ export function imageCases(h: Harness): void {
         expect(report.ok).toBe(false);
         const failed = report.checks.filter((c) => c.status === 'fail');
         expect(failed.length).toBeGreaterThan(0);
-        expect(failed.some((c) => /image/i.test(c.message) || c.error?.type === 'ConfigError'), JSON.stringify(report)).toBe(true);
+        expect(
+          failed.some((c) => /image/i.test(c.message) || c.error?.type === 'ConfigError'),
+          JSON.stringify(report),
+        ).toBe(true);
       },
     });
 

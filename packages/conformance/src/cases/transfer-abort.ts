@@ -34,7 +34,10 @@ export function transferAbortCases(h: Harness): void {
             const back = join(dir, 'back.bin');
             const down = new AbortController();
             const watcher = setInterval(() => {
-              stat(back).then((st) => st.size > 0 && down.abort(new Error('caller gave up')), () => undefined);
+              stat(back).then(
+                (st) => st.size > 0 && down.abort(new Error('caller gave up')),
+                () => undefined,
+              );
             }, 2);
             try {
               await h.expectBerthError(env.downloadFile('/tmp/big-remote.bin', back, { signal: down.signal }), CancelledError);
@@ -98,6 +101,5 @@ export function transferAbortCases(h: Harness): void {
         expect(uncaught.map(describeError), 'uncaught errors during the aborted uploads').toEqual([]);
       },
     });
-
   });
 }

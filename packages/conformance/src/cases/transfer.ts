@@ -193,7 +193,9 @@ export function transferCases(h: Harness): void {
           await env().downloadFile(remote, back);
           expect(await digestFile(back, 'sha256')).toBe(sha);
         } finally {
-          await env().exec(['rm', '-rf', dirname(remote)]).catch(() => undefined);
+          await env()
+            .exec(['rm', '-rf', dirname(remote)])
+            .catch(() => undefined);
           await rm(dir, { recursive: true, force: true });
         }
       },
@@ -282,7 +284,9 @@ export function transferCases(h: Harness): void {
         const passwdBefore = await readFile('/etc/passwd').catch(() => undefined);
         /** Every symlink under `target`, and where it leads. */
         const links = async (target: string) =>
-          [...(await snapshotTree(target))].flatMap(([rel, entry]) => (entry.type === 'symlink' ? [[rel, resolve(dirname(join(target, rel)), entry.target)] as const] : []));
+          [...(await snapshotTree(target))].flatMap(([rel, entry]) =>
+            entry.type === 'symlink' ? [[rel, resolve(dirname(join(target, rel)), entry.target)] as const] : [],
+          );
         const inside = (target: string, to: string) => to === target || to.startsWith(`${target}${sep}`);
         for (const name of ['abs', 'up']) {
           const outer = join(dir, name);

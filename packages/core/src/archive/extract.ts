@@ -177,7 +177,11 @@ export async function extractDirectory(source: NodeJS.ReadableStream, localDir: 
       }
       case 'symlink': {
         const target = header.linkname ?? '';
-        const outside = isAbsolute(target) ? `symlink to absolute path "${target}" points outside the target` : !isInside(root, resolve(dirname(dest), target)) ? `symlink to "${target}" points outside the target` : undefined;
+        const outside = isAbsolute(target)
+          ? `symlink to absolute path "${target}" points outside the target`
+          : !isInside(root, resolve(dirname(dest), target))
+            ? `symlink to "${target}" points outside the target`
+            : undefined;
         if (outside) {
           entry.resume();
           if (outsideLinks === 'refuse') throw new UnsafeEntryError(header.name, outside);

@@ -7,7 +7,6 @@ import type { TransferStats } from '../contract.js';
 import { SMALL_FILE } from './paths.js';
 import { TimeSlice } from './time-slice.js';
 
-
 export interface PackedTree {
   /** The tar byte stream: pipe it to the backend. Backpressure-driven; nothing is buffered whole. */
   stream: Readable;

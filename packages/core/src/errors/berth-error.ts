@@ -9,26 +9,9 @@ import { redactSecrets } from '../redact.js';
  */
 export type FailureCategory = 'transient_infra' | 'permanent_infra' | 'task_failure' | 'cancelled';
 
-export const FAILURE_CATEGORIES: readonly FailureCategory[] = [
-  'transient_infra',
-  'permanent_infra',
-  'task_failure',
-  'cancelled',
-];
+export const FAILURE_CATEGORIES: readonly FailureCategory[] = ['transient_infra', 'permanent_infra', 'task_failure', 'cancelled'];
 
-export type Operation =
-  | 'start'
-  | 'pull'
-  | 'build'
-  | 'exec'
-  | 'network'
-  | 'upload'
-  | 'download'
-  | 'teardown'
-  | 'preflight'
-  | 'sweep'
-  | 'config'
-  | 'trial';
+export type Operation = 'start' | 'pull' | 'build' | 'exec' | 'network' | 'upload' | 'download' | 'teardown' | 'preflight' | 'sweep' | 'config' | 'trial';
 
 export interface BerthErrorOptions {
   message: string;
@@ -61,12 +44,7 @@ const BERTH_MARKER = Symbol.for('berth.error');
 
 /** Does the value carry this brand? (`isInstance` across duplicate copies of the package.) */
 export function hasMarker(value: unknown, marker: symbol): boolean {
-  return (
-    value !== null &&
-    typeof value === 'object' &&
-    marker in value &&
-    (value as Record<symbol, unknown>)[marker] === true
-  );
+  return value !== null && typeof value === 'object' && marker in value && (value as Record<symbol, unknown>)[marker] === true;
 }
 
 /**
@@ -159,12 +137,11 @@ export function serializeError(error: unknown, seen: WeakSet<object> = new WeakS
   }
   let text: string;
   try {
-    text = typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+    text = typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error));
   } catch {
     text = String(error);
   }
   return { name: 'NonError', message: redactSecrets(text) };
 }
-
 
 // ---------------------------------------------------------------------------------------------

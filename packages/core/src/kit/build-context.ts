@@ -82,7 +82,10 @@ export function packBuildContext(build: ImageBuild): PackedTree {
  * images. For preflight: what will the build pull?
  */
 export function baseImages(dockerfile: string, args: Readonly<Record<string, string>> = {}): string[] {
-  const lines = dockerfile.replace(/\\\r?\n/g, ' ').split(/\r?\n/).map((l) => l.trim());
+  const lines = dockerfile
+    .replace(/\\\r?\n/g, ' ')
+    .split(/\r?\n/)
+    .map((l) => l.trim());
   const globals: Record<string, string> = {};
   const stages = new Set<string>();
   const images: string[] = [];

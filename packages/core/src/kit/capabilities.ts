@@ -5,7 +5,18 @@ import { isBuiltImage, type EnvironmentSpec } from '../spec.js';
 /** What to tell a user of this backend instead, per capability it lacks (e.g. 'use a bind mount of an extracted copy'). */
 export type CapabilityHints = Partial<
   Record<
-    'gpus' | 'network' | 'networkSwitch' | 'execUser' | 'tty' | 'resources.cpus' | 'resources.memory' | 'resources.storage' | 'mounts.image' | 'mounts.bind' | 'imageBuild' | 'imageAuth',
+    | 'gpus'
+    | 'network'
+    | 'networkSwitch'
+    | 'execUser'
+    | 'tty'
+    | 'resources.cpus'
+    | 'resources.memory'
+    | 'resources.storage'
+    | 'mounts.image'
+    | 'mounts.bind'
+    | 'imageBuild'
+    | 'imageAuth',
     string
   >
 >;
@@ -24,7 +35,11 @@ export function refuseExecUser(user: string | undefined, ctx: { operation: Opera
  * is a CapabilityError, never run without the terminal it asked for (its output and its behaviour
  * would differ). SandboxEnvironment calls it for every exec, so no transport ever sees such a request.
  */
-export function refuseExecTty(tty: ExecOptions['tty'], capabilities: Pick<Capabilities, 'tty'> | undefined, ctx: { operation: Operation; backend: string; environmentId?: string }): void {
+export function refuseExecTty(
+  tty: ExecOptions['tty'],
+  capabilities: Pick<Capabilities, 'tty'> | undefined,
+  ctx: { operation: Operation; backend: string; environmentId?: string },
+): void {
   if (tty === undefined || tty === false || capabilities?.tty === true) return;
   throw new CapabilityError({
     ...ctx,
@@ -41,7 +56,11 @@ export function assertSupported(spec: EnvironmentSpec, capabilities: Capabilitie
   const refuse = (capability: keyof CapabilityHints, what: string, fallback: string) =>
     new CapabilityError({ operation: 'config', backend, capability, message: `the ${backend} backend ${what}; ${hints[capability] ?? fallback}` });
   if (isBuiltImage(spec.image) && !capabilities.imageBuild) {
-    throw refuse('imageBuild', `cannot build images (spec.image.build, from ${spec.image.build.context})`, 'build and push the image, then pass its reference as spec.image');
+    throw refuse(
+      'imageBuild',
+      `cannot build images (spec.image.build, from ${spec.image.build.context})`,
+      'build and push the image, then pass its reference as spec.image',
+    );
   }
   if ((spec.resources.gpus ?? 0) > 0 && !capabilities.gpus) {
     throw refuse('gpus', 'does not provide GPUs', 'use a backend that does, or set resources.gpus to 0');
@@ -50,7 +69,7 @@ export function assertSupported(spec: EnvironmentSpec, capabilities: Capabilitie
     throw refuse('network', `does not support network '${spec.network}'`, `use one of: ${capabilities.networkModes.join(', ')}`);
   }
   if (spec.networkSwitch && !capabilities.networkSwitch) {
-    throw refuse('networkSwitch', 'cannot switch a running sandbox\'s network (spec.networkSwitch)', 'run the whole task with one network');
+    throw refuse('networkSwitch', "cannot switch a running sandbox's network (spec.networkSwitch)", 'run the whole task with one network');
   }
   if (spec.resources.storageMb !== undefined && !capabilities.resourceLimits.storage) {
     throw refuse('resources.storage', 'cannot limit storage (resources.storageMb)', 'leave it unset for this backend');

@@ -316,7 +316,11 @@ export class SandboxEnvironment implements Environment {
     const ctx = this.#ctx('network');
     if (mode !== 'public' && mode !== 'none') throw new ConfigError({ ...ctx, path: 'mode', message: `network is 'public' or 'none'; got ${String(mode)}` });
     if (!this.spec.networkSwitch || !this.#transport.setNetwork) {
-      throw new ConfigError({ ...ctx, path: 'spec.networkSwitch', message: `environment ${this.id} was not created to switch networks: start it with networkSwitch: true` });
+      throw new ConfigError({
+        ...ctx,
+        path: 'spec.networkSwitch',
+        message: `environment ${this.id} was not created to switch networks: start it with networkSwitch: true`,
+      });
     }
     if (mode === this.#network) return;
     try {

@@ -20,7 +20,11 @@ export interface ImageCheckContext {
  */
 export async function imageCheck(ref: ImageRef, credential: PullCredential | undefined, ctx: ImageCheckContext): Promise<PreflightCheck> {
   if (ctx.probeRegistries && !ctx.probeRegistries.includes(ref.registry)) {
-    return { name: 'image', status: 'warn', message: `${ref.registry} is not among options.probeRegistries: whether ${ref.original} is pullable was not checked` };
+    return {
+      name: 'image',
+      status: 'warn',
+      message: `${ref.registry} is not among options.probeRegistries: whether ${ref.original} is pullable was not checked`,
+    };
   }
   const hadCredentials = ctx.hadCredentials ?? credential !== undefined;
   let probe;
@@ -28,9 +32,14 @@ export async function imageCheck(ref: ImageRef, credential: PullCredential | und
     probe = await probeImage(ref, credential);
   } catch (error) {
     // A registry this machine cannot ask (a network path only the cluster has, a malformed challenge) is not a verdict.
-    return { name: 'image', status: 'warn', message: `the registry of ${ref.original} could not be asked from here (${error instanceof Error ? error.message : String(error)})` };
+    return {
+      name: 'image',
+      status: 'warn',
+      message: `the registry of ${ref.original} could not be asked from here (${error instanceof Error ? error.message : String(error)})`,
+    };
   }
-  if (probe.ok) return { name: 'image', status: 'ok', message: `${ref.original} is pullable${hadCredentials ? ' with the given credentials' : ' anonymously'}` };
+  if (probe.ok)
+    return { name: 'image', status: 'ok', message: `${ref.original} is pullable${hadCredentials ? ' with the given credentials' : ' anonymously'}` };
   const failure = pullFailure(probe.message, {
     operation: 'preflight',
     backend: ctx.backend,

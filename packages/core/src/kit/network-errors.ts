@@ -1,7 +1,19 @@
 import { BackendUnavailableError, type BerthError, type Operation } from '../errors.js';
 
 /** Node's codes for an API that cannot be reached (refused, reset, unresolvable, timed out). */
-const UNREACHABLE_CODES = new Set(['ENOENT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+const UNREACHABLE_CODES = new Set([
+  'ENOENT',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** Whether an error is a call that never reached the API (refused, reset, unresolvable, timed out). */
 export function isUnreachable(error: unknown): boolean {

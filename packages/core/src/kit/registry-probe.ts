@@ -48,20 +48,32 @@ function failed(ref: ImageRef, credential: PullCredential | undefined, res: Resp
   const wait = res.status === 429 ? retryAfterMs(res) : undefined;
   const words =
     res.status === 401
-      ? credential ? 'unauthorized: authentication required' : 'no basic auth credentials: unauthorized'
+      ? credential
+        ? 'unauthorized: authentication required'
+        : 'no basic auth credentials: unauthorized'
       : res.status === 404
         ? 'manifest unknown: not found'
         : res.status === 429
           ? `toomanyrequests${wait !== undefined ? `: retry after ${Math.ceil(wait / 1000)} s` : ''}`
           : `HTTP ${res.status}`;
-  return { ok: false, status: res.status, message: `${ref.original}: ${words} (${request} answered ${res.status})`, ...(wait !== undefined ? { retryAfterMs: wait } : {}) };
+  return {
+    ok: false,
+    status: res.status,
+    message: `${ref.original}: ${words} (${request} answered ${res.status})`,
+    ...(wait !== undefined ? { retryAfterMs: wait } : {}),
+  };
 }
 
 /**
  * The Bearer flow: a token from the challenge's realm, asked for anonymously, with Basic auth, or
  * with an identity token (OAuth2 refresh_token grant). A Response when the token service refused.
  */
-async function bearerToken(ref: ImageRef, challenge: string, credential: PullCredential | undefined, signal: AbortSignal): Promise<{ token: string } | { refused: Response; request: string }> {
+async function bearerToken(
+  ref: ImageRef,
+  challenge: string,
+  credential: PullCredential | undefined,
+  signal: AbortSignal,
+): Promise<{ token: string } | { refused: Response; request: string }> {
   const params = challengeParams(challenge);
   let realm: URL | undefined;
   try {
@@ -77,7 +89,13 @@ async function bearerToken(ref: ImageRef, challenge: string, credential: PullCre
   const scope = params.scope ?? `repository:${ref.repository}:pull`;
   let res: Response;
   if (credential && 'identityToken' in credential) {
-    const form = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: credential.identityToken, client_id: 'berth', scope, ...(service !== undefined ? { service } : {}) });
+    const form = new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: credential.identityToken,
+      client_id: 'berth',
+      scope,
+      ...(service !== undefined ? { service } : {}),
+    });
     res = await fetch(realm, { method: 'POST', signal, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form });
   } else {
     if (service !== undefined) realm.searchParams.set('service', service);
@@ -99,7 +117,11 @@ async function bearerToken(ref: ImageRef, challenge: string, credential: PullCre
  * (Kubernetes, Modal): the answer reads like a pull's, so pullFailure classifies it the same way.
  * Throws when the registry cannot be asked (unreachable, a malformed challenge).
  */
-export async function probeImage(ref: ImageRef, credential: PullCredential | undefined, signal: AbortSignal = AbortSignal.timeout(15_000)): Promise<ProbeResult> {
+export async function probeImage(
+  ref: ImageRef,
+  credential: PullCredential | undefined,
+  signal: AbortSignal = AbortSignal.timeout(15_000),
+): Promise<ProbeResult> {
   const url = `${baseUrl(ref)}/v2/${ref.repository}/manifests/${ref.digest ?? ref.tag ?? 'latest'}`;
   const headers: Record<string, string> = { accept: MANIFEST_TYPES };
   let res = await fetch(url, { method: 'HEAD', headers, signal });

@@ -41,15 +41,24 @@ const UNKNOWN_USER = /unable to find user|no matching entries in passwd|unknown 
  * The argv an exec runs, after checking the caller's input: a ConfigError says what was wrong.
  * One rule for empty commands: '' (or only blanks) and [''] are both refused.
  */
-export function execArgv(command: string | readonly string[], opts: ExecOptions, ctx: Context, specEnv: Readonly<Record<string, string>> = {}): readonly string[] {
+export function execArgv(
+  command: string | readonly string[],
+  opts: ExecOptions,
+  ctx: Context,
+  specEnv: Readonly<Record<string, string>> = {},
+): readonly string[] {
   const refuse = (path: string, message: string) => new ConfigError({ ...ctx, path, message });
   if (typeof command === 'string' ? command.trim() === '' : !Array.isArray(command) || typeof command[0] !== 'string' || command[0] === '') {
     throw refuse('command', 'exec needs a non-empty command: a shell string or an argv array whose first element names the program');
   }
   if (Array.isArray(command) && command.some((arg) => typeof arg !== 'string')) throw refuse('command', 'every element of an argv array must be a string');
-  if (opts.timeoutMs !== undefined && !(opts.timeoutMs > 0)) throw refuse('opts.timeoutMs', `timeoutMs must be a positive number of milliseconds, got ${opts.timeoutMs}`);
+  if (opts.timeoutMs !== undefined && !(opts.timeoutMs > 0))
+    throw refuse('opts.timeoutMs', `timeoutMs must be a positive number of milliseconds, got ${opts.timeoutMs}`);
   if (opts.stdin !== undefined && !isExecStdin(opts.stdin)) {
-    throw refuse('opts.stdin', `stdin must be a string, a Uint8Array, a Readable or an AsyncIterable of Uint8Array; got ${opts.stdin === null ? 'null' : typeof opts.stdin}`);
+    throw refuse(
+      'opts.stdin',
+      `stdin must be a string, a Uint8Array, a Readable or an AsyncIterable of Uint8Array; got ${opts.stdin === null ? 'null' : typeof opts.stdin}`,
+    );
   }
   if (opts.user !== undefined && (typeof opts.user !== 'string' || !USER.test(opts.user))) {
     throw refuse('opts.user', `user must be a user name or uid, optionally with a group (e.g. 'app', '1000', '1000:1000'); got ${JSON.stringify(opts.user)}`);
@@ -136,7 +145,10 @@ class ProcessRun {
       const pid = proc.pid ? await raceAbort(proc.pid(), AbortSignal.timeout(KILL_TIMEOUT_MS)).catch(() => undefined) : undefined;
       await killProcessTree(this.#transport, this.#execId, pid ?? '');
       // Whatever the killer could not reach (a process hidden from it), berth does not wait on.
-      sleep(AFTER_KILL_GRACE_MS, undefined, { signal: this.#grace.signal }).then(() => proc.abandon(), () => undefined);
+      sleep(AFTER_KILL_GRACE_MS, undefined, { signal: this.#grace.signal }).then(
+        () => proc.abandon(),
+        () => undefined,
+      );
     })();
   }
 
@@ -226,7 +238,10 @@ class ProcessRun {
     } catch (error) {
       if (!this.#stop.signal.aborted) throw error;
       // Given up on: if the process starts after all, it is killed and dropped.
-      spawning.then((late) => killProcessTree(this.#transport, this.#execId).finally(() => late.abandon()), () => undefined);
+      spawning.then(
+        (late) => killProcessTree(this.#transport, this.#execId).finally(() => late.abandon()),
+        () => undefined,
+      );
       if (this.#stopCause === 'abort') throw cancelledFrom(this.#opts.signal!, this.#ctx);
       if (this.#stopCause === 'input') throw this.#stdinFailed();
       throw new BackendUnavailableError({

@@ -19,12 +19,7 @@ const NEEDS_TAR = `command -v tar >/dev/null 2>&1 || { echo "berth: the image ha
  * order, so the marker being there proves every entry before it arrived; an archive cut short
  * lacks it, whatever tar made of the rest. tar alone reads stdin: nothing slows the stream down.
  */
-const UPLOAD_SCRIPT = [
-  NEEDS_TAR,
-  'tar -xf - -C / >&2; rc=$?',
-  'if [ -f "$1" ]; then rm -f "$1"; echo berth-complete; fi',
-  'exit $rc',
-].join('\n');
+const UPLOAD_SCRIPT = [NEEDS_TAR, 'tar -xf - -C / >&2; rc=$?', 'if [ -f "$1" ]; then rm -f "$1"; echo berth-complete; fi', 'exit $rc'].join('\n');
 
 /** Archive $1 with entries under its basename, as Docker's archive API does. */
 const DOWNLOAD_SCRIPT = [
@@ -57,7 +52,10 @@ function failureFor(code: number | null, stderr: string): RemoteTarFailure {
   // berth's script is plain sh, which the sandbox has: 126/127 mean the backend's runtime could
   // not start it at all, not that tar refused anything.
   if (code === 126 || code === 127) {
-    return new RemoteTarFailure('exit_unknown', `the backend could not start the transfer's process (exit ${code}${stderr.trim() ? `: ${lastLines(stderr)}` : ''})`);
+    return new RemoteTarFailure(
+      'exit_unknown',
+      `the backend could not start the transfer's process (exit ${code}${stderr.trim() ? `: ${lastLines(stderr)}` : ''})`,
+    );
   }
   return new RemoteTarFailure('tar_failed', `tar in the sandbox exited ${code}${stderr.trim() ? `: ${lastLines(stderr)}` : ''}`);
 }
@@ -146,7 +144,11 @@ export async function downloadOverExec(transport: SandboxTransport, remotePath: 
     // server that closes after the exit status without flushing stdout, seen on 1.34): an archive
     // that does not end with tar's end-of-archive blocks was cut short, whatever the exit said.
     const whole = await ending.whole;
-    if (!whole) throw new RemoteTarFailure('short', `the archive from the sandbox ended without tar's end-of-archive blocks after ${ending.bytes} bytes: it was cut short on the way`);
+    if (!whole)
+      throw new RemoteTarFailure(
+        'short',
+        `the archive from the sandbox ended without tar's end-of-archive blocks after ${ending.bytes} bytes: it was cut short on the way`,
+      );
   })();
   done.catch(() => undefined);
   return { stream, done, abandon: () => proc.abandon() };

@@ -86,7 +86,11 @@ export class Transfers {
     const paths = { localPath: localDir, remotePath: normalised };
     const links = opts.outsideLinks ?? 'skip';
     if (!['skip', 'keep', 'refuse'].includes(links)) {
-      throw new ConfigError({ ...this.#host.ctx('download'), path: 'opts.outsideLinks', message: `outsideLinks is 'skip', 'keep' or 'refuse'; got ${String(links)}` });
+      throw new ConfigError({
+        ...this.#host.ctx('download'),
+        path: 'opts.outsideLinks',
+        message: `outsideLinks is 'skip', 'keep' or 'refuse'; got ${String(links)}`,
+      });
     }
     return this.#run('download', { localPath: localDir, remotePath: remoteDir }, opts, (signal) =>
       this.#download(paths, (tar) => extractDirectory(tar, localDir, links), signal),
@@ -183,12 +187,7 @@ export class Transfers {
   }
 
   /** A transfer that failed while the sandbox lives: whose fault, and can a retry help? */
-  async #classify(
-    error: unknown,
-    operation: Direction,
-    { verb, remotePath }: { verb: string; remotePath: string },
-    fail: Fail,
-  ): Promise<BerthError> {
+  async #classify(error: unknown, operation: Direction, { verb, remotePath }: { verb: string; remotePath: string }, fail: Fail): Promise<BerthError> {
     if (TransferError.isInstance(error) || ConfigError.isInstance(error)) return error;
     if (error instanceof RemoteTarFailure) {
       switch (error.kind) {
@@ -210,7 +209,9 @@ export class Transfers {
       // wrong thing, which is no score of the task.
       if (error.kind === 'directory' || error.kind === 'not_directory' || error.kind === 'symlink') {
         const what =
-          error.kind === 'symlink' ? error.message : `${remotePath} ${error.kind === 'directory' ? 'is a directory: use downloadDir' : 'is not a directory: use downloadFile'}`;
+          error.kind === 'symlink'
+            ? error.message
+            : `${remotePath} ${error.kind === 'directory' ? 'is a directory: use downloadDir' : 'is not a directory: use downloadFile'}`;
         return new ConfigError({ ...this.#host.ctx(operation), path: 'remotePath', message: `${verb} refused: ${what}`, cause: error });
       }
       return fail('not_found', `failed: ${error.message}`, error, 'task_failure');

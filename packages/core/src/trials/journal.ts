@@ -55,7 +55,9 @@ export type { JournalIdentity };
 export function journalFingerprint(identity: JournalIdentity): string {
   const named = Object.fromEntries(Object.entries(identity.identity ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   return createHash('sha256')
-    .update(JSON.stringify({ v: JOURNAL_VERSION, tasks: identity.taskIds, maxAttempts: identity.maxAttempts, scoreField: identity.scoreField, identity: named }))
+    .update(
+      JSON.stringify({ v: JOURNAL_VERSION, tasks: identity.taskIds, maxAttempts: identity.maxAttempts, scoreField: identity.scoreField, identity: named }),
+    )
     .digest('hex');
 }
 
@@ -139,7 +141,11 @@ export class RunJournal {
     // A crash mid-write leaves a last line without its newline: drop it and cut the file there.
     const cut = raw.lastIndexOf(0x0a) + 1;
     if (cut < raw.length) ftruncateSync(fd, cut);
-    const lines = raw.subarray(0, cut).toString('utf8').split('\n').filter((l) => l.length > 0);
+    const lines = raw
+      .subarray(0, cut)
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => l.length > 0);
     return lines.map((line, i) => {
       try {
         return JSON.parse(line) as JournalLine;
@@ -159,12 +165,20 @@ export class RunJournal {
     }
     if (header.version !== JOURNAL_VERSION) {
       const change = `journal version (${header.version} there, ${JOURNAL_VERSION} here)`;
-      throw mismatch(path, `journal ${path} was written by another berth (version ${header.version}; this one writes ${JOURNAL_VERSION}) and cannot be resumed; ${START_OVER}`, [change]);
+      throw mismatch(
+        path,
+        `journal ${path} was written by another berth (version ${header.version}; this one writes ${JOURNAL_VERSION}) and cannot be resumed; ${START_OVER}`,
+        [change],
+      );
     }
     if (header.fingerprint === journalFingerprint(identity)) return;
     const changes = identityChanges(header, identity);
     if (changes.length === 0) changes.push('the order of the tasks');
-    throw mismatch(path, `journal ${path} belongs to a different run: ${changes.join('; ')}; resume with the same tasks and options, or ${START_OVER}`, changes);
+    throw mismatch(
+      path,
+      `journal ${path} belongs to a different run: ${changes.join('; ')}; resume with the same tasks and options, or ${START_OVER}`,
+      changes,
+    );
   }
 
   static #replay(fd: number, path: string, identity: JournalIdentity, versions: ReadonlyMap<string, string>): JournalState | undefined {

@@ -18,10 +18,7 @@ function numericField(outcome: JsonValue | undefined, field: string): number | u
  * scored, infra_failed or not_run, and the run is invalid (with reasons in words) when permanent
  * infrastructure failures, unclassified errors or missing coverage pass their thresholds.
  */
-export function buildRunReport(
-  tasks: readonly TaskRecord[],
-  options: { scoreField?: string; validity?: ValidityThresholds; durationMs: number },
-): RunReport {
+export function buildRunReport(tasks: readonly TaskRecord[], options: { scoreField?: string; validity?: ValidityThresholds; durationMs: number }): RunReport {
   const field = options.scoreField ?? 'reward';
   const limits = { ...DEFAULT_VALIDITY, ...options.validity };
   const report: RunReport = {

@@ -39,7 +39,11 @@ export async function runTrials<T, O extends JsonValue>(
   for (const key of ['initialMs', 'maxMs'] as const) {
     const value = options.outagePause ? options.outagePause[key] : undefined;
     if (value !== undefined && !(value >= 0)) {
-      throw new ConfigError({ operation: 'config', path: `outagePause.${key}`, message: `outagePause.${key} must be a number of milliseconds >= 0, got ${value}` });
+      throw new ConfigError({
+        operation: 'config',
+        path: `outagePause.${key}`,
+        message: `outagePause.${key} must be a number of milliseconds >= 0, got ${value}`,
+      });
     }
   }
   if (options.deadlineMs !== undefined && !(options.deadlineMs > 0)) {
@@ -60,13 +64,25 @@ export async function runTrials<T, O extends JsonValue>(
   if (options.journal) {
     const identity = { taskIds: states.map((s) => s.id), maxAttempts, scoreField, ...(options.runIdentity ? { identity: options.runIdentity } : {}) };
     const taskVersions = options.taskVersion ? new Map(states.map((s) => [s.id, options.taskVersion!(s.task)])) : undefined;
-    const opened = RunJournal.open(options.journal, identity, startedAt, { ...(taskVersions ? { taskVersions } : {}), ...(options.fresh ? { fresh: true } : {}) });
+    const opened = RunJournal.open(options.journal, identity, startedAt, {
+      ...(taskVersions ? { taskVersions } : {}),
+      ...(options.fresh ? { fresh: true } : {}),
+    });
     journal = opened.journal;
     resume = resumeTasks(states, opened.state);
     priorDurationMs = opened.state.priorDurationMs;
   }
 
-  const run = new TrialRun(states, trial, { clock, events, concurrency, policy, deadlineMs: options.deadlineMs, signal: options.signal, journal, outagePause: options.outagePause });
+  const run = new TrialRun(states, trial, {
+    clock,
+    events,
+    concurrency,
+    policy,
+    deadlineMs: options.deadlineMs,
+    signal: options.signal,
+    journal,
+    outagePause: options.outagePause,
+  });
   const records = await run.run();
   const report = buildRunReport(records, { scoreField, validity: options.validity ?? {}, durationMs: priorDurationMs + clock.now() - startedAt });
   events.emit('run:end', report);
