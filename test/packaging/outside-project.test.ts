@@ -167,7 +167,7 @@ import * as modal from '@berth/backend-modal';
 import * as conformance from '@berth/conformance';
 import * as harbor from '@berth/harbor';
 import { runTrials, parseEnvironmentSpec, BerthError, type Backend, type Environment, type EnvironmentSpecInput, type RunTrialsOptions } from '@berth/core';
-import { SandboxEnvironment, type SandboxTransport } from '@berth/core/backend-kit';
+import { defineBackend, type SandboxTransport } from '@berth/core/backend-kit';
 import { createDockerBackend, createRegistryImageBuilder, type DockerBackendOptions } from '@berth/backend-docker';
 import { createK8sBackend, type K8sBackendOptions } from '@berth/backend-k8s';
 import { createModalBackend, type ModalBackendOptions } from '@berth/backend-modal';
@@ -175,7 +175,7 @@ import { describeBackendConformance, type ConformanceOptions } from '@berth/conf
 import { runHarborJob, loadHarborTasks, startTaskSandbox, type HarborJobOptions, type HarborJobReport } from '@berth/harbor';
 
 export const modules = { core, kit, docker, k8s, modal, conformance, harbor };
-export const functions = { runTrials, parseEnvironmentSpec, SandboxEnvironment, createRegistryImageBuilder, describeBackendConformance, runHarborJob, loadHarborTasks, startTaskSandbox };
+export const functions = { runTrials, parseEnvironmentSpec, defineBackend, createRegistryImageBuilder, describeBackendConformance, runHarborJob, loadHarborTasks, startTaskSandbox };
 export type Types = [Environment, EnvironmentSpecInput, RunTrialsOptions<string>, SandboxTransport, DockerBackendOptions, K8sBackendOptions, ModalBackendOptions, ConformanceOptions, HarborJobOptions, HarborJobReport];
 
 export function backends(): Backend[] {

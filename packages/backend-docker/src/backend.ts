@@ -1,5 +1,5 @@
 import Docker from 'dockerode';
-import { BerthError, isBuiltImage, mirrorImage, type Capabilities, type EnvironmentSpec } from '@berth/core';
+import { BerthError, isBuiltImage, mirrorImage, type EnvironmentSpec } from '@berth/core';
 import {
   LABEL_MANAGED,
   LABEL_SESSION,
@@ -15,30 +15,7 @@ import type { DockerBackendOptions } from './options.js';
 import { DockerImageBuilder } from './build.js';
 import { checkBuild, checkImage } from './preflight.js';
 import { BACKEND, DockerSandbox, type DockerImageSource } from './sandbox.js';
-
-const CAPABILITIES: Capabilities = {
-  gpus: false,
-  networkModes: ['public', 'none'],
-  imageAuth: ['basic', 'identityToken', 'secretName', 'dockerConfig', 'aws'],
-  mounts: ['bind'],
-  imageBuild: true,
-  execUser: true,
-  // Exec's Tty, sized by a resize right after the start (API 1.41 has no ConsoleSize on create).
-  tty: true,
-  networkSwitch: true,
-  resourceLimits: { cpus: true, memory: true, storage: false },
-};
-
-const HINTS = {
-  gpus: "the engine's GPU runtime is not set up by berth: set resources.gpus to 0, or use a backend that provides GPUs",
-  'resources.storage': 'leave it unset for Docker (limits need xfs quotas)',
-  'mounts.image': 'use a bind mount of an extracted copy',
-  imageAuth: 'aws needs options.ecrLogin',
-};
-
-const RENAMED = {
-  env: "dockerConfigEnv: it is where Docker config credentials are looked up, not the sandboxes' environment (that is spec.env)",
-};
+import { CAPABILITIES, HINTS, RENAMED } from './capabilities.js';
 
 /** The Docker backend, as `createDockerBackend` makes it. */
 export type DockerBackend = DefinedBackend;

@@ -1,4 +1,4 @@
-import { describeImage, isBuiltImage, type Capabilities, type EnvironmentSpec, type PreflightCheck } from '@berth/core';
+import { describeImage, isBuiltImage, type EnvironmentSpec, type PreflightCheck } from '@berth/core';
 import {
   CreationLimiter,
   LABEL_MANAGED,
@@ -18,33 +18,7 @@ import { podManifest } from './pod-manifest.js';
 import { LABEL_PULL_SECRET, PullSecrets } from './pull-secrets.js';
 import { K8sSandbox } from './sandbox.js';
 import { podImages } from './pod-images.js';
-
-const CAPABILITIES: Capabilities = {
-  gpus: true,
-  // 'none' needs a cluster that enforces NetworkPolicy (see the README): not claimed by default.
-  networkModes: ['public'],
-  networkSwitch: false,
-  imageAuth: ['basic', 'identityToken', 'secretName', 'dockerConfig', 'aws'],
-  mounts: ['image', 'bind'],
-  imageBuild: false,
-  // The exec subresource has no user: every command runs as the container's user.
-  execUser: false,
-  // Not yet: the exec subresource can do it (tty=true, and sizes on its resize channel, 4), but the
-  // exec socket here speaks only the stdin/stdout/stderr/error channels.
-  tty: false,
-  resourceLimits: { cpus: true, memory: true, storage: true },
-};
-
-const HINTS = {
-  network: "run the task with network 'public', or enforce NetworkPolicy in the cluster (see @berth/backend-k8s's README)",
-  networkSwitch: 'a pod keeps its network: run the whole task with one network',
-  execUser: "the exec subresource has no user: every command runs as the container's user",
-  tty: 'the exec socket speaks only the stdin, stdout, stderr and error channels: use berth exec without a terminal, or the Docker backend',
-  imageBuild:
-    'pass options.builder (createRegistryImageBuilder from @berth/backend-docker builds with the local engine and pushes to a registry the cluster pulls from), or build and push the image and pass its reference',
-};
-
-const RENAMED = { preflightRegistries: 'probeRegistries (the same option on every backend)' };
+import { CAPABILITIES, HINTS, RENAMED } from './capabilities.js';
 
 /** The Kubernetes backend; `resolveTarget()` gives `target` in parts (server, namespace, and why that namespace). */
 export type K8sBackend = DefinedBackend<{ resolveTarget(): K8sTarget }>;

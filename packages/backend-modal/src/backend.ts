@@ -1,4 +1,4 @@
-import { isBuiltImage, type Capabilities, type EnvironmentSpec, type PreflightCheck } from '@berth/core';
+import { isBuiltImage, type EnvironmentSpec, type PreflightCheck } from '@berth/core';
 import {
   LABEL_MANAGED,
   LABEL_SESSION,
@@ -16,36 +16,7 @@ import { mapModalError } from './modal-errors.js';
 import type { ModalBackendOptions } from './options.js';
 import { ModalSandbox } from './sandbox.js';
 import { ModalShared } from './shared.js';
-
-const CAPABILITIES: Capabilities = {
-  // Modal has GPUs, but a count without a type says too little: not claimed yet.
-  gpus: false,
-  networkModes: ['public', 'none'],
-  networkSwitch: false,
-  imageAuth: ['basic', 'secretName', 'dockerConfig', 'aws'],
-  mounts: [],
-  // Through Modal's builder; COPY/ADD (the context upload) and multi-stage builds are refused at start.
-  imageBuild: true,
-  execUser: false,
-  // Not yet: Modal's exec request can carry a pty_info, but berth's exec path (and the simulator) have none.
-  tty: false,
-  resourceLimits: { cpus: true, memory: true, storage: true },
-};
-
-const HINTS = {
-  gpus: 'a count without a GPU type says too little: not claimed yet; set resources.gpus to 0',
-  networkSwitch: 'a sandbox keeps the network it was made with: run the whole task with one network',
-  execUser: "Modal's exec has no user: every command runs as the image's user",
-  tty: "berth's Modal exec path asks for no pseudo-terminal yet: use berth exec without a terminal, or the Docker backend",
-  'mounts.bind': 'upload the files after start (env.uploadDir)',
-  'mounts.image': 'bake the runtime into the image',
-  imageAuth: "Modal's registry secrets hold a username and password, or AWS keys",
-};
-
-/** Modal's documented creation rate. */
-const DEFAULT_CREATION = { perSecond: 5, maxConcurrent: 32 };
-
-const RENAMED = { env: 'modalConfigEnv (where MODAL_TOKEN_ID and the other Modal variables are read)' };
+import { CAPABILITIES, HINTS, RENAMED, DEFAULT_CREATION } from './capabilities.js';
 
 /** The Modal backend; `close()` ends its HTTP/2 connections (an idle one would keep the process up). */
 export type ModalBackend = DefinedBackend<{ close(): Promise<void> }>;
