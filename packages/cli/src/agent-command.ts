@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { HarborAgent } from '@berth/harbor';
 
 /**
@@ -10,13 +9,4 @@ import type { HarborAgent } from '@berth/harbor';
 export function agentFromOption(value: string): HarborAgent {
   if (value === 'oracle' || value === 'none') return value;
   return { command: value };
-}
-
-/**
- * What a resumed job compares to tell agents apart: a command is known by a hash of its text
- * (it may carry a key; the journal and the refusal must not).
- */
-export function agentIdOf(value: string): string {
-  if (value === 'oracle' || value === 'none') return value;
-  return `command sha256:${createHash('sha256').update(value).digest('hex').slice(0, 12)}`;
 }

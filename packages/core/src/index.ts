@@ -102,6 +102,7 @@ export { createEvents, type EventMap, type TypedEvents } from './events.js';
 export { VirtualClock, systemClock } from './trials/clock.js';
 export { DEFAULT_VALIDITY } from './trials/report.js';
 export { RunMismatchError, type RunIdentity } from './trials/run-identity.js';
+export { setAside } from './set-aside.js';
 export type {
   AttemptFailure,
   AttemptRecord,

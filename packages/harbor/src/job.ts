@@ -26,7 +26,8 @@ export interface HarborJobOptions extends Omit<RunTrialsOptions<HarborTask>, 'jo
   agent?: HarborAgent;
   /**
    * What tells this agent from another when a job is resumed (a model and version, a command's
-   * hash): a resume with another agentId is refused. Default: 'oracle', 'none', or a function's
+   * hash): a resume with another agentId is refused. Default: 'oracle', 'none', a command's hash
+   * (`command sha256:…`: the command may carry a key, so its text is never kept), or a function's
    * name. Shown in that refusal: no secrets.
    */
   agentId?: string;
@@ -118,7 +119,8 @@ function shortHash(text: string): string {
 
 /** What decides a job's results besides its tasks; values shown when a resume is refused. */
 function jobIdentity(backend: Backend, agent: HarborAgent, agentId: string | undefined, specOverrides: SpecOverrides | undefined): Record<string, string> {
-  const identity: Record<string, string> = { agent: agentId ?? agentName(agent), backend: backend.name, target: backend.target };
+  const agentDefault = typeof agent === 'object' ? `command sha256:${shortHash(agent.command)}` : agentName(agent);
+  const identity: Record<string, string> = { agent: agentId ?? agentDefault, backend: backend.name, target: backend.target };
   if (specOverrides !== undefined) {
     // Hashed: overrides may carry env values. A function is known by its source.
     const text = typeof specOverrides === 'function' ? specOverrides.toString() : JSON.stringify(specOverrides);

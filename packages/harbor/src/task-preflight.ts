@@ -15,12 +15,17 @@ function crlfMessage(script: string): string {
   return `${script} has Windows line endings (CRLF): its #! line names an interpreter with a \\r at the end, so it fails with exit 127 ("not found"); convert it with dos2unix or sed -i 's/\\r$//'`;
 }
 
+/** The task's scripts with CRLF line endings, as task-relative paths (solve.sh only when the task has one). */
+async function crlfScripts(task: Pick<HarborTask, 'testsDir' | 'solutionDir'>): Promise<string[]> {
+  const found: string[] = [];
+  if (await hasCrlf(join(task.testsDir, 'test.sh'))) found.push('tests/test.sh');
+  if (task.solutionDir && (await hasCrlf(join(task.solutionDir, 'solve.sh')))) found.push('solution/solve.sh');
+  return found;
+}
+
 /** Notes for scripts that cannot run as written (said at load, so `berth run` prints them). */
 export async function scriptNotes(task: Pick<HarborTask, 'testsDir' | 'solutionDir'>): Promise<string[]> {
-  const notes: string[] = [];
-  if (await hasCrlf(join(task.testsDir, 'test.sh'))) notes.push(crlfMessage('tests/test.sh'));
-  if (task.solutionDir && (await hasCrlf(join(task.solutionDir, 'solve.sh')))) notes.push(crlfMessage('solution/solve.sh'));
-  return notes;
+  return (await crlfScripts(task)).map(crlfMessage);
 }
 
 /**
@@ -35,9 +40,9 @@ export async function checkTask(task: HarborTask, agent: HarborAgent, hostEnv: H
   } catch (error) {
     checks.push({ name: 'agent', status: 'fail', message: (error as Error).message });
   }
-  if (await hasCrlf(join(task.testsDir, 'test.sh'))) checks.push({ name: 'tests/test.sh', status: 'fail', message: crlfMessage('tests/test.sh') });
-  if (agent === 'oracle' && task.solutionDir && (await hasCrlf(join(task.solutionDir, 'solve.sh')))) {
-    checks.push({ name: 'solution/solve.sh', status: 'fail', message: crlfMessage('solution/solve.sh') });
+  // Only the oracle runs solve.sh.
+  for (const script of await crlfScripts(task)) {
+    if (script === 'tests/test.sh' || agent === 'oracle') checks.push({ name: script, status: 'fail', message: crlfMessage(script) });
   }
   return checks;
 }

@@ -1,7 +1,7 @@
 import { basename, resolve } from 'node:path';
 import { RunMismatchError, createEvents, type Backend, type RunEvents } from '@berth/core';
 import { runHarborJob, setJobAside } from '@berth/harbor';
-import { agentFromOption, agentIdOf } from '../agent-command.js';
+import { agentFromOption } from '../agent-command.js';
 import { addBackendOptions, loadBackend, type BackendFlags } from '../backends.js';
 import { parseDuration } from '../duration.js';
 import { collect, positiveInt } from '../options.js';
@@ -118,7 +118,6 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
       backend,
       jobDir,
       agent,
-      agentId: agentIdOf(opts.agent),
       maxAttempts,
       concurrency,
       ...(deadlineMs ? { deadlineMs } : {}),

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, ftruncateSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, fstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ConfigError } from '../errors.js';
+import { setAside } from '../set-aside.js';
 import { RunMismatchError, identityChanges, type JournalIdentity, type RunIdentity } from './run-identity.js';
 import type { AttemptRecord, JsonValue } from './types.js';
 
@@ -88,9 +89,7 @@ function mismatch(path: string, message: string, changes: readonly string[]): Ru
 /** Moves an existing, non-empty journal aside; returns where it went. */
 export function setJournalAside(path: string, now: number): string | undefined {
   if (!existsSync(path) || statSync(path).size === 0) return undefined;
-  const aside = `${path}.replaced-${new Date(now).toISOString().replace(/[:.]/g, '-')}`;
-  renameSync(path, aside);
-  return aside;
+  return setAside(path, now);
 }
 
 export class RunJournal {
