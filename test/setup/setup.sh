@@ -40,6 +40,10 @@ mkdir -p "$STATE_DIR"
 # Docker engine. The daemon is started here and left running: CI ends it with the session.
 if ! timeout 5 docker info >/dev/null 2>&1; then
   log "starting dockerd"
+  # A machine that stopped without ending dockerd keeps its pid file, and dockerd then refuses to start.
+  for stale in /var/run/docker.pid /var/run/docker/containerd/containerd.pid; do
+    if [ -f "$stale" ] && ! kill -0 "$(cat "$stale")" 2>/dev/null; then rm -f "$stale"; fi
+  done
   nohup dockerd >"$STATE_DIR/dockerd.log" 2>&1 &
   echo $! >"$STATE_DIR/dockerd.pid"
   for _ in $(seq 1 60); do
