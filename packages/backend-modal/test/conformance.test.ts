@@ -43,7 +43,10 @@ describeBackendConformance({
   },
   // The shared build cases COPY a file from the context, which the Modal backend refuses (a
   // CapabilityError: no context upload yet); test/builds.test.ts covers its builds instead.
-  skip: ['image.build', 'image.build-step-fails'],
+  skip: {
+    'image.build': 'the case COPYs from its context, which the Modal backend cannot upload yet (test/builds.test.ts covers its builds)',
+    'image.build-step-fails': 'the case COPYs from its context, which the Modal backend cannot upload yet (test/builds.test.ts covers its builds)',
+  },
   faults: {
     // The container killed under Modal, as a worker failure would.
     kill: async (env) => {

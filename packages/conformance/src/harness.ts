@@ -3,8 +3,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BerthError, type Backend, type Environment, type EnvironmentSpecInput } from '@berth/core';
+import type { CapabilityHints } from '@berth/core/backend-kit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { CaseNeed, ConformanceOptions } from './options.js';
+import { capabilityGap } from './requirements.js';
 
 /** A BerthError class (or anything with a branded `isInstance`), for typed expectations. */
 export interface ErrorKind<T> {
@@ -242,13 +244,16 @@ export class Harness {
     if (this.caseIds.includes(def.id)) throw new Error(`duplicate conformance case id ${def.id}`);
     this.caseIds.push(def.id);
     const title = `[${def.id}] ${def.title}`;
-    if (this.options.skip?.includes(def.id)) {
-      this.skipped.push({ id: def.id, reason: 'listed in options.skip' });
-      it.skip(`${title} (skipped: listed in options.skip)`, () => undefined);
+    const listed = this.options.skip?.[def.id];
+    if (listed !== undefined) {
+      const reason = `options.skip: ${listed}`;
+      this.skipped.push({ id: def.id, reason });
+      it.skip(`${title} (skipped: ${reason})`, () => undefined);
       return;
     }
     const missing = (def.needs ?? []).filter((need) => !this.has(need));
-    const unsupported = missing.length === 0 ? def.unsupported?.() : undefined;
+    const backend = this.backend() as Backend & { hints?: CapabilityHints };
+    const unsupported = missing.length === 0 ? (capabilityGap(def.id, backend.capabilities, backend.hints) ?? def.unsupported?.()) : undefined;
     if (missing.length > 0 || unsupported !== undefined) {
       const reason = unsupported ?? `needs ${missing.join(', ')}`;
       this.skipped.push({ id: def.id, reason });

@@ -46,8 +46,12 @@ export interface ConformanceOptions {
   faults?: ConformanceFaults;
   /** Multiply every timeout and every "quickly" bound (slow backends, remote clusters). Default 1. */
   timeoutScale?: number;
-  /** Case ids to skip explicitly. Skipped cases still appear in the report, with the reason. */
-  skip?: string[];
+  /**
+   * Cases to skip explicitly, by id, each with the reason (e.g. `{ 'image.build': 'no context upload yet' }`).
+   * Skipped cases still appear in the output, with the reason. A case skipped for a capability the
+   * backend does not claim needs no entry: the suite skips it itself (see CASE_REQUIREMENTS).
+   */
+  skip?: Readonly<Record<string, string>>;
 }
 
 /** What a case needs beyond the basic image; a case whose needs are not met is skipped, visibly. */

@@ -57,6 +57,13 @@ export function describeBackendConformance(options: ConformanceOptions): void {
 
     // The last hook of the suite: every child group's afterAll has run by now.
     afterAll(async () => {
+      // The output says what this backend did not run and why, whatever the reporter shows of skipped tests.
+      if (h.skipped.length > 0) {
+        const lines = h.skipped.map((s) => `  [${s.id}] ${s.reason}`);
+        console.info(
+          `berth conformance ${options.name}: ${h.caseIds.length - h.skipped.length} of ${h.caseIds.length} cases ran; skipped:\n${lines.join('\n')}`,
+        );
+      }
       const failures = await h.releaseAll();
       await h.removeTempDirs();
       if (failures.length > 0) {

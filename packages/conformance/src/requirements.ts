@@ -1,0 +1,55 @@
+import type { Capabilities } from '@berth/core';
+import type { CapabilityHints } from '@berth/core/backend-kit';
+
+// Which conformance cases need which capability, in one place: the suite skips a case the backend
+// cannot run with this reason, and the README's generated list of skipped cases reads the same
+// table, so the docs and the suite cannot disagree. No vitest here: scripts import it too.
+
+type Requirement = readonly [claimed: (c: Capabilities) => boolean, what: string, hint: keyof CapabilityHints];
+
+const TTY: Requirement = [(c) => c.tty, 'tty', 'tty'];
+const USER: Requirement = [(c) => c.execUser, 'execUser', 'execUser'];
+const BUILD: Requirement = [(c) => c.imageBuild, 'imageBuild', 'imageBuild'];
+const IMAGE_MOUNTS: Requirement = [(c) => c.mounts.includes('image'), 'image mounts', 'mounts.image'];
+
+/** Case id → the capability it needs. A case not listed here needs none (or says why itself). */
+export const CASE_REQUIREMENTS: Readonly<Record<string, Requirement>> = {
+  'exec.tty': TTY,
+  'exec.tty-size': TTY,
+  'exec.tty-stdin': TTY,
+  'exec.tty-timeout': TTY,
+  'exec.user': USER,
+  'exec.user-unknown': USER,
+  'capabilities.network-none': [(c) => c.networkModes.includes('none'), "network 'none'", 'network'],
+  'capabilities.network-switch': [(c) => c.networkSwitch, 'networkSwitch', 'networkSwitch'],
+  'mounts.image': IMAGE_MOUNTS,
+  'mounts.image-missing-subpath': IMAGE_MOUNTS,
+  'image.build': BUILD,
+  'image.build-step-fails': BUILD,
+};
+
+/** Why a backend with these capabilities cannot run this case (its hint, when it has one), or undefined. */
+export function capabilityGap(id: string, capabilities: Capabilities, hints: CapabilityHints = {}): string | undefined {
+  const requirement = CASE_REQUIREMENTS[id];
+  if (!requirement || requirement[0](capabilities)) return undefined;
+  const hint = hints[requirement[2]];
+  return `the backend does not claim ${requirement[1]}${hint ? ` (${hint})` : ''}`;
+}
+
+/** Every case this backend skips for a capability it lacks, with the reason, in case order. */
+export function skippedCases(backend: { capabilities: Capabilities; hints?: CapabilityHints }): Array<{ id: string; reason: string }> {
+  return Object.keys(CASE_REQUIREMENTS).flatMap((id) => {
+    const reason = capabilityGap(id, backend.capabilities, backend.hints);
+    return reason === undefined ? [] : [{ id, reason }];
+  });
+}
+
+/** The README's list of conformance cases each backend skips, with the reason (generated, like the capability table). */
+export function skippedCasesTable(backends: ReadonlyArray<{ name: string; capabilities: Capabilities; hints?: CapabilityHints }>): string {
+  const rows = backends.flatMap((b) => {
+    const skipped = skippedCases(b);
+    if (skipped.length === 0) return [`| ${b.name} | (none) | runs every case |`];
+    return skipped.map((s) => `| ${b.name} | \`${s.id}\` | ${s.reason.replace(/\|/g, '\\|')} |`);
+  });
+  return ['| backend | skipped case | why |', '|---|---|---|', ...rows].join('\n');
+}
