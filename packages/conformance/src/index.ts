@@ -1,3 +1,4 @@
 export { describeBackendConformance } from './suite.js';
-export type { CaseNeed, ConformanceFaults, ConformanceImages, ConformanceOptions } from './options.js';
+export type { CaseNeed, ConformanceFaults, ConformanceImages, ConformanceOptions, ReachableListener } from './options.js';
+export { listenForTokens } from './listener.js';
 export { CASE_REQUIREMENTS, capabilityGap, skippedCases, skippedCasesTable } from './requirements.js';

@@ -20,8 +20,8 @@ export interface ConformanceImages {
   /**
    * An image the backend can start without credentials. It must have a POSIX sh (with printf,
    * kill, read, command -v), cat, tar, sleep, timeout, head, dd, mkdir, rm, ln, pwd, true, and
-   * md5sum or sha256sum; /proc must be mounted in the sandbox; stty for the tty cases. A busybox-static
-   * image is enough.
+   * md5sum or sha256sum; /proc must be mounted in the sandbox; stty for the tty cases; nc and
+   * nslookup for the network cases. A busybox-static image is enough.
    */
   basic: string;
   /** An image in a registry that refuses anonymous pulls, and the credentials that work. */
@@ -31,6 +31,18 @@ export interface ConformanceImages {
    * so put it in the same registry (a missing repository must then be not_found, not unauthorized).
    */
   missing?: string;
+}
+
+/**
+ * A TCP listener on this machine that the backend's `public` sandboxes reach (a bridge's gateway
+ * address, the pods' bridge: host-only or loopback addresses only, never the internet).
+ */
+export interface ReachableListener {
+  host: string;
+  port: number;
+  /** Did a connection send exactly this token and close its side? (`listenForTokens` gives one.) */
+  received(token: string): boolean;
+  close(): Promise<void>;
 }
 
 export interface ConformanceOptions {
@@ -46,6 +58,12 @@ export interface ConformanceOptions {
   faults?: ConformanceFaults;
   /** Multiply every timeout and every "quickly" bound (slow backends, remote clusters). Default 1. */
   timeoutScale?: number;
+  /**
+   * Starts a listener where this backend's `public` sandboxes reach it, for the network cases: a
+   * public sandbox must reach it (so the checks cannot pass vacuously) and a sandbox on network
+   * 'none' must not. `listenForTokens(host)` makes one. Without it the network cases are skipped.
+   */
+  reachableListener?: () => Promise<ReachableListener>;
   /**
    * Cases to skip explicitly, by id, each with the reason (e.g. `{ 'image.build': 'no context upload yet' }`).
    * Skipped cases still appear in the output, with the reason. A case skipped for a capability the

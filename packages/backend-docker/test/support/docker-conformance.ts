@@ -4,9 +4,17 @@ import Docker from 'dockerode';
 import { SESSION_ID } from '@berth/core';
 import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import { createDockerBackend } from '@berth/backend-docker';
-import type { ConformanceOptions } from '@berth/conformance';
+import { listenForTokens, type ConformanceOptions } from '@berth/conformance';
 
 const docker = new Docker();
+
+/** The engine's default bridge's gateway: this machine's own address there, which a public container reaches. */
+export async function bridgeGateway(): Promise<string> {
+  const bridge = (await docker.getNetwork('bridge').inspect()) as { IPAM?: { Config?: Array<{ Gateway?: string }> } };
+  const gateway = bridge.IPAM?.Config?.find((c) => c.Gateway)?.Gateway;
+  if (!gateway) throw new Error("the engine's bridge network has no gateway address");
+  return gateway;
+}
 
 function statusOf(error: unknown): number | undefined {
   const code = (error as { statusCode?: unknown } | undefined)?.statusCode;
@@ -25,6 +33,8 @@ export const dockerConformance: ConformanceOptions = {
     missing: '127.0.0.1:5000/berth/does-not-exist:nope',
   },
   specDefaults: { network: 'none' },
+  // On the bridge's gateway: host-only, reached by public containers.
+  reachableListener: async () => listenForTokens(await bridgeGateway()),
   faults: {
     // The container is named after the environment id.
     kill: async (env) => {

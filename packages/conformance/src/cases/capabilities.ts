@@ -1,16 +1,26 @@
 import { CapabilityError, ConfigError, type Environment, type EnvironmentSpecInput } from '@berth/core';
+import { randomBytes } from 'node:crypto';
 import { describe, expect } from 'vitest';
 import type { Harness } from '../harness.js';
+import type { ReachableListener } from '../options.js';
 
-/** The sandbox's network interfaces, from /proc/net/dev (no tools needed in the image). */
-async function interfaces(env: Environment): Promise<string[]> {
-  const r = await env.exec(['cat', '/proc/net/dev']);
-  expect(r.exitCode).toBe(0);
-  return r.stdout
-    .split('\n')
-    .slice(2)
-    .map((line) => line.split(':')[0]?.trim() ?? '')
-    .filter((name) => name.length > 0);
+/**
+ * Sends a fresh token from inside the sandbox to the listener (busybox nc: connect, send, close
+ * its side): true when the listener got it. A refused, dropped or unroutable connect is false.
+ */
+async function reaches(env: Environment, listener: ReachableListener): Promise<boolean> {
+  const token = `berth-${randomBytes(6).toString('hex')}`;
+  const r = await env.exec(`printf %s ${token} | nc -w 3 ${listener.host} ${listener.port}`, { timeoutMs: 15_000 });
+  const got = listener.received(token);
+  // Both sides must agree: nc saying it connected while the listener saw nothing is neither state.
+  expect(r.exitCode === 0, `nc exited ${r.exitCode} (${r.stderr.trim()}) but the listener ${got ? 'got' : 'did not get'} the token`).toBe(got);
+  return got;
+}
+
+/** A DNS lookup from inside, asked of the listener's host (never a resolver off this machine). */
+async function resolves(env: Environment, listener: ReachableListener): Promise<boolean> {
+  const r = await env.exec(['nslookup', 'berth-conformance.invalid', listener.host], { timeoutMs: 30_000 });
+  return r.exitCode === 0;
 }
 
 export function capabilityCases(h: Harness): void {
@@ -55,45 +65,72 @@ export function capabilityCases(h: Harness): void {
       },
     });
 
+    /** Why the network cases cannot run without a listener (undefined when they can). */
+    const noListener = () => (h.options.reachableListener ? undefined : 'no reachableListener option: nothing to prove the sandbox would otherwise reach');
+    const withListener = async (fn: (listener: ReachableListener) => Promise<void>) => {
+      const start = h.options.reachableListener;
+      if (!start) throw new Error('unreachable: the case is skipped without reachableListener');
+      const listener = await start();
+      try {
+        await fn(listener);
+      } finally {
+        await listener.close();
+      }
+    };
+
     h.defineCase({
       id: 'capabilities.network-none',
-      title: "network 'none' leaves the sandbox only a loopback interface",
-      unsupported: () => (h.backend().capabilities.networkModes.includes('none') ? undefined : "the backend does not claim network 'none'"),
-      run: async () => {
-        await h.withEnv({ network: 'none' }, async (env) => {
-          expect(await interfaces(env)).toEqual(['lo']);
-          expect(env.network).toBe('none');
-          // Switching needs a sandbox made for it.
-          const error = await env.setNetwork('public').then(
-            () => undefined,
-            (e: unknown) => e,
-          );
-          expect(ConfigError.isInstance(error) && error.path).toBe('spec.networkSwitch');
-        });
-      },
+      title: "network 'none': no packet enters or leaves but on loopback (a listener a public sandbox reaches is not reached; DNS fails)",
+      unsupported: noListener,
+      timeoutMs: 90_000,
+      run: () =>
+        withListener(async (listener) => {
+          // Proved first, so the refusal below cannot pass vacuously.
+          await h.withEnv({ network: 'public' }, async (env) => {
+            expect(await reaches(env, listener), `a public sandbox must reach ${listener.host}:${listener.port}`).toBe(true);
+          });
+          await h.withEnv({ network: 'none' }, async (env) => {
+            expect(env.network).toBe('none');
+            expect(await reaches(env, listener), `a sandbox on network 'none' reached ${listener.host}:${listener.port}`).toBe(false);
+            expect(await resolves(env, listener), "a DNS lookup succeeded on network 'none'").toBe(false);
+            // Loopback stays.
+            expect((await env.exec(['sh', '-c', 'cat /proc/net/dev'])).stdout).toMatch(/\blo:/);
+            // Switching needs a sandbox made for it.
+            const error = await env.setNetwork('public').then(
+              () => undefined,
+              (e: unknown) => e,
+            );
+            expect(ConfigError.isInstance(error) && error.path).toBe('spec.networkSwitch');
+          });
+        }),
     });
 
     h.defineCase({
       id: 'capabilities.network-switch',
-      title: 'a sandbox made with networkSwitch starts on spec.network and moves between none and public (nothing is sent)',
-      unsupported: () => (h.backend().capabilities.networkSwitch ? undefined : 'the backend does not claim networkSwitch'),
-      run: async () => {
-        await h.withEnv({ network: 'none', networkSwitch: true }, async (env) => {
-          expect(await interfaces(env)).toEqual(['lo']);
-          await env.setNetwork('public');
-          expect(env.network).toBe('public');
-          expect((await interfaces(env)).filter((i) => i !== 'lo').length).toBeGreaterThan(0);
-          await env.setNetwork('public'); // already there: nothing to do
-          await env.setNetwork('none');
-          expect(env.network).toBe('none');
-          expect(await interfaces(env)).toEqual(['lo']);
-          const bad = await env.setNetwork('bogus' as 'none').then(
-            () => undefined,
-            (e: unknown) => e,
-          );
-          expect(ConfigError.isInstance(bad) && bad.path).toBe('mode');
-        });
-      },
+      title: 'a sandbox made with networkSwitch starts on spec.network and moves between none and public, each state holding when setNetwork returns',
+      unsupported: noListener,
+      timeoutMs: 120_000,
+      run: () =>
+        withListener(async (listener) => {
+          await h.withEnv({ network: 'none', networkSwitch: true }, async (env) => {
+            expect(await reaches(env, listener), "reached the listener while on network 'none'").toBe(false);
+            await env.setNetwork('public');
+            expect(env.network).toBe('public');
+            expect(await reaches(env, listener), 'did not reach the listener once setNetwork(public) returned').toBe(true);
+            await env.setNetwork('public'); // already there: nothing to do
+            await env.setNetwork('none');
+            expect(env.network).toBe('none');
+            expect(await reaches(env, listener), 'reached the listener once setNetwork(none) returned').toBe(false);
+            expect(await resolves(env, listener), "a DNS lookup succeeded on network 'none'").toBe(false);
+            await env.setNetwork('public');
+            expect(await reaches(env, listener), 'switching back to public did not restore the network').toBe(true);
+            const bad = await env.setNetwork('bogus' as 'none').then(
+              () => undefined,
+              (e: unknown) => e,
+            );
+            expect(ConfigError.isInstance(bad) && bad.path).toBe('mode');
+          });
+        }),
     });
   });
 }
