@@ -1,5 +1,5 @@
 import { CapabilityError, type ImageBuild } from '@berth/core';
-import { baseImages, buildFailure, logTail, readDockerfile } from '@berth/core/backend-kit';
+import { baseImages, buildFailure, hashBuildContext, logTail, readDockerfile } from '@berth/core/backend-kit';
 import { BACKEND } from './credentials.js';
 import { planImage, type BuildRecipe, type ImagePlan } from './image.js';
 import type { ModalBackendOptions } from './options.js';
@@ -23,10 +23,10 @@ export function instructions(dockerfile: string): string[] {
 }
 
 /**
- * Modal's builder runs a Dockerfile's commands, but COPY and ADD need the build context uploaded
- * (Modal's own clients do that with mounts, which berth does not speak yet): those are refused
- * with a CapabilityError that says what to do instead, as are multi-stage builds. The base image
- * is pulled like any image (mirrors, Docker config credentials).
+ * Modal's builder runs a Dockerfile's commands; COPY and ADD read the build context, which goes up
+ * as a mount of its files the way Modal's SDK sends it (context-mount.ts). Multi-stage builds are
+ * refused with a CapabilityError that says what to do instead: berth plans one base image, pulled
+ * like any image (mirrors, Docker config credentials).
  */
 export async function planDockerfile(build: ImageBuild, options: ModalBackendOptions, environmentId?: string): Promise<DockerfilePlan> {
   const ctx = { operation: 'build' as const, backend: BACKEND, ...(environmentId ? { environmentId } : {}) };
@@ -35,13 +35,14 @@ export async function planDockerfile(build: ImageBuild, options: ModalBackendOpt
   const refuse = (what: string) =>
     new CapabilityError({
       ...ctx,
-      capability: 'imageBuild.context',
-      message: `the Modal backend builds from the Dockerfile's commands but cannot ${what} (${build.context}/${build.dockerfile}): bake those files into a base image and pass its reference, or fetch them in a RUN step`,
+      capability: 'imageBuild.multiStage',
+      message: `the Modal backend builds one stage on one base image and cannot ${what} (${build.context}/${build.dockerfile}): build the earlier stages into a base image, push it, and start this Dockerfile FROM it`,
     });
   const froms = lines.filter((l) => /^FROM\s/i.test(l));
   if (froms.length !== 1 || /\sAS\s/i.test(froms[0] ?? '') || build.target) throw refuse('run a multi-stage build');
-  const copying = lines.find((l) => /^(COPY|ADD)\s/i.test(l));
-  if (copying) throw refuse(`upload the build context for "${copying.slice(0, 80)}"`);
+  const fromStage = lines.find((l) => /^COPY\s.*--from[= ]/i.test(l));
+  if (fromStage) throw refuse(`copy from another stage or image ("${fromStage.slice(0, 80)}")`);
+  const copies = lines.some((l) => /^(COPY|ADD)\s/i.test(l));
   const baseRef = baseImages(dockerfile, build.args)[0];
   if (!baseRef) throw refuse('find its FROM image');
   const base = await planImage(baseRef, undefined, options, environmentId);
@@ -52,6 +53,7 @@ export async function planDockerfile(build: ImageBuild, options: ModalBackendOpt
     recipe: {
       commands: [`FROM ${base.ref.canonical}`, ...afterFrom],
       ...(Object.keys(build.args).length ? { buildArgs: { ...build.args } } : {}),
+      ...(copies ? { context: { build, hash: await hashBuildContext(build) } } : {}),
       failure: (result, log) => {
         const step = [...log].reverse().find((l) => STEP.test(l));
         const pulling = step && /^FROM\s/i.test(STEP.exec(step)?.[1] ?? '');

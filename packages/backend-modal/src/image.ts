@@ -1,5 +1,6 @@
-import { CapabilityError, ConfigError, mirrorImage, type ImageAuth, type ImageRef, type MirrorRule } from '@berth/core';
+import { CapabilityError, ConfigError, mirrorImage, type ImageAuth, type ImageBuild, type ImageRef, type MirrorRule } from '@berth/core';
 import { pullFailure, registerSecret, resolvePullCredential, type PullCredential } from '@berth/core/backend-kit';
+import { uploadContext } from './context-mount.js';
 import { BACKEND } from './credentials.js';
 import type { ControlPlane, GenericResult, RegistryAuthType } from './wire/index.js';
 import type { ModalBackendOptions } from './options.js';
@@ -91,6 +92,8 @@ export async function planImage(
 export interface BuildRecipe {
   commands: string[];
   buildArgs?: Record<string, string>;
+  /** The Dockerfile's build context, uploaded as a mount for COPY and ADD; `hash` names its content. */
+  context?: { build: ImageBuild; hash: string };
   failure: (result: GenericResult, lines: readonly string[]) => Error;
 }
 
@@ -116,7 +119,7 @@ export class ImageBuilds {
     recipe?: BuildRecipe,
   ): Promise<string> {
     const commands = recipe?.commands ?? [`FROM ${plan.ref.canonical}`];
-    const key = JSON.stringify([commands, plan.authType, plan.named?.name ?? '', plan.inline ?? {}, recipe?.buildArgs ?? {}]);
+    const key = JSON.stringify([commands, plan.authType, plan.named?.name ?? '', plan.inline ?? {}, recipe?.buildArgs ?? {}, recipe?.context?.hash ?? '']);
     let build = this.#builds.get(key);
     if (!build) {
       build = this.#build(plan, commands, recipe, appId, environmentName, onLog, signal);
@@ -142,7 +145,8 @@ export class ImageBuilds {
         ? await this.#control.ephemeralSecret(appId, plan.inline, environmentName, signal)
         : undefined;
     const registry = { authType: plan.authType, ...(secretId ? { secretId } : {}) };
-    const { imageId, result } = await this.#control.imageGetOrCreate(appId, commands, registry, signal, recipe?.buildArgs);
+    const contextMountId = recipe?.context ? await uploadContext(this.#control, appId, recipe.context.build, signal) : undefined;
+    const { imageId, result } = await this.#control.imageGetOrCreate(appId, commands, registry, signal, recipe?.buildArgs, contextMountId);
     let outcome = result;
     let lastEntryId: string | undefined;
     const lines: string[] = [];

@@ -41,12 +41,6 @@ describeBackendConformance({
     private: { ref: '127.0.0.1:5000/berth/private-busybox:latest', auth: { username: 'berth', password: 'berth-test-secret' } },
     missing: '127.0.0.1:5000/berth/does-not-exist:nope',
   },
-  // The shared build cases COPY a file from the context, which the Modal backend refuses (a
-  // CapabilityError: no context upload yet); test/builds.test.ts covers its builds instead.
-  skip: {
-    'image.build': 'the case COPYs from its context, which the Modal backend cannot upload yet (test/builds.test.ts covers its builds)',
-    'image.build-step-fails': 'the case COPYs from its context, which the Modal backend cannot upload yet (test/builds.test.ts covers its builds)',
-  },
   faults: {
     // The container killed under Modal, as a worker failure would.
     kill: async (env) => {

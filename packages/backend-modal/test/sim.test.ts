@@ -135,11 +135,14 @@ describe('images', () => {
     expect(result).toMatchObject({ status: 'GENERIC_STATUS_FAILURE', exception: expect.stringMatching(/manifest unknown/) });
   });
 
-  it('refuses registries beyond loopback and commands it cannot run, without trying', async () => {
+  it('refuses registries beyond loopback and a context mount it does not have, without trying', async () => {
     const remote = await h.build(appId, ['FROM ghcr.io/acme/task:1']);
     expect(remote.result.exception).toMatch(/unsupported in the simulator/);
-    const copy = await h.build(appId, [`FROM ${BUSYBOX}`, 'COPY . /app']);
-    expect(copy.result).toMatchObject({ status: 'GENERIC_STATUS_FAILURE', exception: expect.stringMatching(/COPY.*unsupported in the simulator/) });
+    const unmounted = await h.cp('ImageGetOrCreate', {
+      app_id: appId,
+      image: { dockerfile_commands: [`FROM ${BUSYBOX}`, 'COPY . /app'], context_mount_id: 'mo-none' },
+    });
+    expect(unmounted.code).toBe(Code.NOT_FOUND);
   });
 
   it('RUN, ENV and WORKDIR build for real; logs resume after last_entry_id without repeats', async () => {

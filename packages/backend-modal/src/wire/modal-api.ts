@@ -99,6 +99,7 @@ export class ControlPlane {
     registry: { authType: RegistryAuthType; secretId?: string } | undefined,
     signal?: AbortSignal,
     buildArgs?: Record<string, string>,
+    contextMountId?: string,
   ): Promise<{ imageId: string; result?: GenericResult }> {
     const res = await this.#rpc.unary(
       'ImageGetOrCreate',
@@ -108,6 +109,7 @@ export class ControlPlane {
         image: {
           dockerfile_commands: [...commands],
           ...(buildArgs && Object.keys(buildArgs).length ? { build_args: buildArgs } : {}),
+          ...(contextMountId ? { context_mount_id: contextMountId } : {}),
           ...(registry
             ? { image_registry_config: { registry_auth_type: registry.authType, ...(registry.secretId ? { secret_id: registry.secretId } : {}) } }
             : {}),
@@ -118,6 +120,38 @@ export class ControlPlane {
       this.#ctx(signal),
     );
     return { imageId: res.image_id ?? '', ...(res.result?.status ? { result: res.result } : {}) };
+  }
+
+  /** Put one file's bytes in Modal's file store, by its sha256; `exists` says the store has them now. */
+  async mountPutFile(sha256Hex: string, data: Uint8Array | undefined, signal?: AbortSignal): Promise<boolean> {
+    const res = await this.#rpc.unary(
+      'MountPutFile',
+      'MountPutFileRequest',
+      { sha256_hex: sha256Hex, ...(data ? { data } : {}) },
+      'MountPutFileResponse',
+      this.#ctx(signal),
+    );
+    return res.exists === true;
+  }
+
+  /** A mount owned by the app, of files already in the store (mountPutFile), as Modal's SDK makes a build context. */
+  async mountForApp(
+    appId: string,
+    files: ReadonlyArray<{ filename: string; sha256Hex: string; size: number; mode: number }>,
+    signal?: AbortSignal,
+  ): Promise<string> {
+    const res = await this.#rpc.unary(
+      'MountGetOrCreate',
+      'MountGetOrCreateRequest',
+      {
+        object_creation_type: 'OBJECT_CREATION_TYPE_ANONYMOUS_OWNED_BY_APP',
+        app_id: appId,
+        files: files.map((f) => ({ filename: f.filename, sha256_hex: f.sha256Hex, size: f.size, mode: f.mode })),
+      },
+      'MountGetOrCreateResponse',
+      this.#ctx(signal),
+    );
+    return res.mount_id ?? '';
   }
 
   /** One long-poll of a build: its log lines since `lastEntryId`, and its result once it has one. */

@@ -530,4 +530,58 @@ export const SCHEMA = {
       ALLOWLIST: 3,
     },
   },
+  ImageContextFile: {
+    package: 'modal.client',
+    fields: {
+      filename: { number: 1, type: 'string' },
+      data: { number: 2, type: 'bytes' },
+    },
+  },
+  MountFile: {
+    package: 'modal.client',
+    fields: {
+      filename: { number: 1, type: 'string' },
+      sha256_hex: { number: 3, type: 'string' },
+      size: { number: 4, type: 'uint64', label: 'optional' },
+      mode: { number: 5, type: 'uint32', label: 'optional' },
+    },
+  },
+  MountGetOrCreateRequest: {
+    package: 'modal.client',
+    fields: {
+      deployment_name: { number: 1, type: 'string' },
+      namespace: { number: 2, type: 'DeploymentNamespace' },
+      environment_name: { number: 3, type: 'string' },
+      object_creation_type: { number: 4, type: 'ObjectCreationType' },
+      files: { number: 5, type: 'MountFile', label: 'repeated' },
+      app_id: { number: 6, type: 'string' },
+    },
+  },
+  MountGetOrCreateResponse: {
+    package: 'modal.client',
+    fields: {
+      mount_id: { number: 1, type: 'string' },
+      handle_metadata: { number: 2, type: 'MountHandleMetadata' },
+    },
+  },
+  MountPutFileRequest: {
+    package: 'modal.client',
+    fields: {
+      sha256_hex: { number: 2, type: 'string' },
+      data: { number: 3, type: 'bytes', oneof: 'data_oneof' },
+      data_blob_id: { number: 5, type: 'string', oneof: 'data_oneof' },
+    },
+  },
+  MountPutFileResponse: {
+    package: 'modal.client',
+    fields: {
+      exists: { number: 2, type: 'bool' },
+    },
+  },
+  MountHandleMetadata: {
+    package: 'modal.client',
+    fields: {
+      content_checksum_sha256_hex: { number: 1, type: 'string' },
+    },
+  },
 } as const satisfies Schema;

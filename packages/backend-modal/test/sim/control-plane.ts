@@ -4,6 +4,7 @@ import type { Msg, SimCodec } from './codec.js';
 import type { Faults } from './faults.js';
 import { Code, RpcError, type CallContext, type Method } from './grpc-server.js';
 import type { Images } from './images.js';
+import type { Mounts } from './mounts.js';
 import type { RouterTokens } from './router-tokens.js';
 import type { Sandboxes } from './sandboxes.js';
 import { newId } from './util.js';
@@ -20,6 +21,7 @@ export interface Secret {
 export interface ControlPlaneDeps {
   codec: SimCodec;
   images: Images;
+  mounts: Mounts;
   sandboxes: Sandboxes;
   tokens: RouterTokens;
   faults: Faults;
@@ -50,7 +52,7 @@ class Idempotency {
 }
 
 export function controlPlaneMethods(deps: ControlPlaneDeps): Map<string, Method> {
-  const { images, sandboxes, faults, secrets, apps, codec } = deps;
+  const { images, mounts, sandboxes, faults, secrets, apps, codec } = deps;
   const idempotency = new Idempotency();
   const methods = new Map<string, Method>();
   const unary = (name: string, fn: (req: Msg, ctx: CallContext) => Promise<Msg> | Msg, idempotent = false) =>
@@ -104,6 +106,8 @@ export function controlPlaneMethods(deps: ControlPlaneDeps): Map<string, Method>
     true,
   );
 
+  unary('MountPutFile', (req) => mounts.putFile(req));
+  unary('MountGetOrCreate', (req) => mounts.getOrCreate(req), true);
   unary('ImageGetOrCreate', (req) => images.getOrCreate(req), true);
 
   methods.set(`${SERVICE}/ImageJoinStreaming`, {

@@ -1,52 +1,54 @@
-// An image's dockerfile_commands, run for real on the local engine: FROM pulls, RUN runs in a
-// container that is then committed, ENV and WORKDIR are kept for later steps and for sandboxes.
-// Anything else is refused: the simulator does not pretend to build what it cannot.
-import { posix } from 'node:path';
+// An image's dockerfile_commands, built for real by the local engine's Dockerfile builder, as
+// Modal's builder runs a real Dockerfile build: the base images are pulled first (with the
+// image's registry secret, loopback registries only), then the whole Dockerfile is built with
+// the context mount's files as its context and no network. The classic builder's log ("Step 2/5 :
+// RUN make", "The command '...' returned a non-zero code: 3") is what Modal's build logs show.
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { parseRef, pull, PullError, type RegistryAuth } from './pull.js';
 
-export type Step =
-  | { kind: 'FROM'; ref: string }
-  | { kind: 'RUN'; argv: string[]; text: string }
-  | { kind: 'ENV'; vars: Array<[string, string]> }
-  | { kind: 'WORKDIR'; path: string };
-
 export class BuildError extends Error {}
 
-/** Parses the commands; a BuildError names the first one the simulator cannot run. */
-export function parseSteps(commands: string[]): Step[] {
-  const steps: Step[] = [];
-  for (const [i, raw] of commands.entries()) {
-    const command = raw.replace(/\\\r?\n/g, ' ').trim();
-    if (!command || command.startsWith('#')) continue;
-    const m = /^(\w+)\s*([\s\S]*)$/.exec(command);
-    const keyword = m?.[1]?.toUpperCase() ?? '';
-    const rest = m?.[2]?.trim() ?? '';
-    if (i === 0 || steps.length === 0) {
-      const from = /^(\S+)(?:\s+AS\s+\S+)?$/i.exec(rest);
-      if (keyword !== 'FROM' || !from || rest.startsWith('--')) throw new BuildError(`the first command must be "FROM <image>", got ${JSON.stringify(raw)}`);
-      steps.push({ kind: 'FROM', ref: from[1] as string });
-    } else if (keyword === 'RUN') {
-      const argv = rest.startsWith('[') ? (JSON.parse(rest) as string[]) : ['/bin/sh', '-c', rest];
-      steps.push({ kind: 'RUN', argv, text: rest });
-    } else if (keyword === 'ENV') {
-      steps.push({ kind: 'ENV', vars: parseEnv(rest) });
-    } else if (keyword === 'WORKDIR' && rest) {
-      steps.push({ kind: 'WORKDIR', path: rest });
-    } else {
-      throw new BuildError(`${JSON.stringify(raw)} is unsupported in the simulator (it runs FROM, RUN, ENV and WORKDIR)`);
-    }
-  }
-  if (steps.length === 0) throw new BuildError('no dockerfile_commands: the simulator needs at least "FROM <image>"');
-  return steps;
+/** The commands' file in the build directory: a name no context file takes (the context may hold its own Dockerfile). */
+const DOCKERFILE = '.berth-modal-sim.Dockerfile';
+
+/** A Dockerfile to build: its text, and the images its stages start from (earlier stages are not pulled). */
+export interface Dockerfile {
+  text: string;
+  bases: string[];
+  /** How many instructions it has (the builder's "Step i/n"). */
+  steps: number;
 }
 
-function parseEnv(rest: string): Array<[string, string]> {
-  const unquote = (v: string) => (/^".*"$/.test(v) ? v.slice(1, -1).replace(/\\(.)/g, '$1') : v);
-  const legacy = /^([^\s=]+)\s+(.*)$/.exec(rest);
-  if (legacy) return [[legacy[1] as string, legacy[2] as string]];
-  return [...rest.matchAll(/([^\s=]+)=("(?:[^"\\]|\\.)*"|\S*)/g)].map((m) => [m[1] as string, unquote(m[2] as string)]);
+/** Checks the commands; a BuildError names what the simulator cannot build. */
+export function parseDockerfile(commands: string[]): Dockerfile {
+  const lines = commands
+    .join('\n')
+    .replace(/\\\r?\n/g, ' ')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+  const first = lines[0];
+  if (!first) throw new BuildError('no dockerfile_commands: the simulator needs at least "FROM <image>"');
+  const firstFrom = /^FROM\s+(\S+)(?:\s+AS\s+\S+)?$/i.exec(first);
+  if (!firstFrom || first.includes('--')) throw new BuildError(`the first command must be "FROM <image>", got ${JSON.stringify(commands[0])}`);
+  const stages = new Set<string>();
+  const bases: string[] = [];
+  for (const line of lines) {
+    const from = /^FROM\s+(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(line);
+    if (!from) continue;
+    const ref = from[1] as string;
+    if (!stages.has(ref.toLowerCase()) && ref !== 'scratch') bases.push(ref);
+    if (from[2]) stages.add(from[2].toLowerCase());
+  }
+  return { text: `${commands.join('\n')}\n`, bases, steps: lines.length };
 }
+
+/** The files of a context mount: their names (absolute, as the SDK sends them) and bytes. */
+export type ContextFiles = ReadonlyArray<{ filename: string; data: Uint8Array; mode: number }>;
 
 export interface BuildContext {
   docker: Docker;
@@ -55,94 +57,77 @@ export interface BuildContext {
   tag: { repo: string; tag: string };
   auth: RegistryAuth | undefined;
   labels: Record<string, string>;
+  files: ContextFiles;
+  buildArgs: Record<string, string>;
   log: (data: string, fd: 'FILE_DESCRIPTOR_STDOUT' | 'FILE_DESCRIPTOR_STDERR' | 'FILE_DESCRIPTOR_INFO') => void;
   signal: AbortSignal;
 }
 
 export interface Built {
-  env: string[];
   workdir?: string;
 }
 
-/** Runs the steps; throws BuildError with the text Modal would put after "failed with the exception:". */
-export async function build(steps: Step[], ctx: BuildContext): Promise<Built> {
+/** Builds the Dockerfile; throws BuildError with the text Modal would put after "failed with the exception:". */
+export async function build(dockerfile: Dockerfile, ctx: BuildContext): Promise<Built> {
   const info = (line: string) => ctx.log(`${line}\n`, 'FILE_DESCRIPTOR_INFO');
-  const env: string[] = [];
-  let workdir: string | undefined;
-  let current = '';
-  const committed: string[] = [];
+  const dir = await mkdtemp(join(tmpdir(), 'berth-modal-sim-build-'));
   try {
-    for (const [i, step] of steps.entries()) {
-      info(`Step ${i + 1}/${steps.length} : ${describe(step)}`);
-      if (step.kind === 'FROM') {
-        const ref = parseRef(step.ref);
-        await pull(ctx.docker, ref, ctx.auth, info, ctx.signal);
-        current = step.ref;
-      } else if (step.kind === 'ENV') {
-        for (const [k, v] of step.vars) env.push(`${k}=${v}`);
-      } else if (step.kind === 'WORKDIR') {
-        workdir = posix.resolve(workdir ?? '/', step.path);
-      } else {
-        current = await run(step, current, env, workdir, ctx);
-        committed.push(current);
-      }
+    // The step line first, as the step-by-step builder logged it: a failed pull reads as the FROM step's.
+    for (const base of dockerfile.bases) {
+      info(`Step 1/${dockerfile.steps} : FROM ${base}`);
+      await pull(ctx.docker, parseRef(base), ctx.auth, info, ctx.signal);
     }
-    await ctx.docker.getImage(current).tag(ctx.tag);
+    await writeFile(join(dir, DOCKERFILE), dockerfile.text);
+    for (const file of ctx.files) {
+      const path = join(dir, file.filename.replace(/^\/+/, ''));
+      if (!path.startsWith(`${dir}/`) || path === join(dir, DOCKERFILE)) throw new BuildError(`context file ${file.filename} is outside the context`);
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, file.data, { mode: file.mode || 0o644 });
+    }
+    const stream = (await ctx.docker.buildImage(
+      { context: dir, src: ['.'] },
+      {
+        t: `${ctx.tag.repo}:${ctx.tag.tag}`,
+        dockerfile: DOCKERFILE,
+        labels: ctx.labels,
+        buildargs: ctx.buildArgs,
+        networkmode: 'none', // builds get no network: nothing may leave this machine
+        pull: false,
+        rm: true,
+        forcerm: true,
+        version: '1', // the classic builder: its step lines are the ones Modal's logs show
+        abortSignal: ctx.signal,
+      },
+    )) as Readable;
+    await follow(stream, ctx);
+    const inspected = (await ctx.docker.getImage(`${ctx.tag.repo}:${ctx.tag.tag}`).inspect()) as { Config?: { WorkingDir?: string } };
     info(`Built ${ctx.imageId}`);
-    return { env, ...(workdir ? { workdir } : {}) };
+    return inspected.Config?.WorkingDir ? { workdir: inspected.Config.WorkingDir } : {};
   } catch (error) {
-    // Steps already committed would stay behind as untagged images.
-    for (const id of committed.reverse())
-      await ctx.docker
-        .getImage(id)
-        .remove({ force: true })
-        .catch(() => undefined);
     if (error instanceof BuildError || error instanceof PullError) throw new BuildError(error.message);
+    if (ctx.signal.aborted) throw new BuildError('the build was cancelled: the simulator is closing');
     throw new BuildError(`the engine failed: ${(error as Error).message}`);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 }
 
-function describe(step: Step): string {
-  if (step.kind === 'FROM') return `FROM ${step.ref}`;
-  if (step.kind === 'RUN') return `RUN ${step.text}`;
-  if (step.kind === 'ENV') return `ENV ${step.vars.map(([k, v]) => `${k}=${v}`).join(' ')}`;
-  return `WORKDIR ${step.path}`;
-}
-
-/** One RUN: a container from the current image, its output as build logs, then a commit. */
-async function run(step: Extract<Step, { kind: 'RUN' }>, image: string, env: string[], workdir: string | undefined, ctx: BuildContext): Promise<string> {
-  const container = await ctx.docker.createContainer({
-    Image: image,
-    Entrypoint: step.argv.slice(0, 1),
-    Cmd: step.argv.slice(1),
-    Env: env,
-    ...(workdir ? { WorkingDir: workdir } : {}),
-    Labels: ctx.labels,
-    Tty: false,
-    // Builds get no network: nothing may leave this machine.
-    HostConfig: { NetworkMode: 'none' },
-  });
-  try {
-    const stream = await container.attach({ stream: true, stdout: true, stderr: true });
-    const out = { write: (b: Buffer) => ctx.log(b.toString('utf8'), 'FILE_DESCRIPTOR_STDOUT') };
-    const err = { write: (b: Buffer) => ctx.log(b.toString('utf8'), 'FILE_DESCRIPTOR_STDERR') };
-    ctx.docker.modem.demuxStream(stream, out as unknown as NodeJS.WritableStream, err as unknown as NodeJS.WritableStream);
-    const ended = new Promise<void>((resolve) => {
-      stream.on('end', resolve);
-      stream.on('close', resolve);
-      stream.on('error', () => resolve());
-    });
-    await container.start();
-    const onAbort = () => void container.kill().catch(() => undefined);
-    ctx.signal.addEventListener('abort', onAbort, { once: true });
-    const { StatusCode } = (await container.wait()) as { StatusCode: number };
-    ctx.signal.removeEventListener('abort', onAbort);
-    await Promise.race([ended, new Promise((r) => setTimeout(r, 2000))]);
-    if (ctx.signal.aborted) throw new BuildError('the build was cancelled: the simulator is closing');
-    if (StatusCode !== 0) throw new BuildError(`The command '${step.argv.join(' ')}' returned a non-zero code: ${StatusCode}`);
-    const { Id } = (await container.commit({})) as { Id: string };
-    return Id;
-  } finally {
-    await container.remove({ force: true }).catch(() => undefined);
+/** The builder's JSON lines as Modal log entries: step lines as info, the rest as the steps' output. */
+async function follow(stream: Readable, ctx: BuildContext): Promise<void> {
+  let pending = '';
+  for await (const chunk of stream) {
+    pending += String(chunk);
+    let at: number;
+    while ((at = pending.indexOf('\n')) >= 0) {
+      const line = pending.slice(0, at).trim();
+      pending = pending.slice(at + 1);
+      if (!line) continue;
+      const event = JSON.parse(line) as { stream?: string; error?: string; errorDetail?: { message?: string } };
+      const failed = event.errorDetail?.message ?? event.error;
+      if (failed) throw new BuildError(failed);
+      const text = event.stream ?? '';
+      if (!text) continue;
+      ctx.log(text, /^Step \d+\/\d+ : /.test(text) ? 'FILE_DESCRIPTOR_INFO' : 'FILE_DESCRIPTOR_STDOUT');
+    }
   }
 }

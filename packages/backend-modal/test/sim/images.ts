@@ -5,7 +5,8 @@ import { createHash } from 'node:crypto';
 import type Docker from 'dockerode';
 import type { Msg } from './codec.js';
 import { Code, RpcError, type CallContext } from './grpc-server.js';
-import { build, BuildError, parseSteps } from './image-build.js';
+import { build, BuildError, parseDockerfile, type ContextFiles } from './image-build.js';
+import type { Mounts } from './mounts.js';
 import type { RegistryAuth } from './pull.js';
 import { Changes, newId, sleep, Status, waitFor, type GenericResult } from './util.js';
 
@@ -21,6 +22,7 @@ export interface ImageRecord {
   result?: GenericResult;
   /** What sandboxes run: the simulator's tag of the finished image. */
   dockerRef: string;
+  /** The image carries its own ENV; nothing is added here (kept for sandboxes' container spec). */
   env: string[];
   workdir?: string;
   changes: Changes;
@@ -28,6 +30,7 @@ export interface ImageRecord {
 
 export interface ImagesDeps {
   docker: Docker;
+  mounts: Mounts;
   secretEnv: (secretId: string) => Record<string, string> | undefined;
   labels: (simId: string) => Record<string, string>;
   longPollMs: () => number;
@@ -55,8 +58,12 @@ export class Images {
     const authType = String(registry.registry_auth_type ?? 'REGISTRY_AUTH_TYPE_UNSPECIFIED');
     const secretId = String(registry.secret_id ?? '');
     const auth = this.#auth(authType, secretId);
+    const mountId = String(image.context_mount_id ?? '');
+    const files = mountId ? this.deps.mounts.files(mountId) : [];
+    const buildArgs = (image.build_args ?? {}) as Record<string, string>;
     const key = createHash('sha256')
-      .update(JSON.stringify([this.#salt, commands, authType, secretId]))
+      .update(JSON.stringify([this.#salt, commands, authType, secretId, buildArgs]))
+      .update(JSON.stringify(files.map((f) => [f.filename, f.mode, createHash('sha256').update(f.data).digest('hex')])))
       .digest('hex');
     const known = this.#byContent.get(key);
     // A failed build is not cached: asking again builds again (under a new id).
@@ -71,7 +78,7 @@ export class Images {
     const record: ImageRecord = { id, state: 'building', entries: [], dockerRef: `${IMAGE_REPO}:${imageTag(id)}`, env: [], changes: new Changes() };
     this.#byId.set(id, record);
     this.#byContent.set(key, record);
-    const running = this.#build(record, commands, auth).finally(() => this.#builds.delete(running));
+    const running = this.#build(record, commands, auth, files, buildArgs).finally(() => this.#builds.delete(running));
     this.#builds.add(running);
     return { image_id: id };
   }
@@ -89,23 +96,24 @@ export class Images {
     return { username: env.REGISTRY_USERNAME as string, password: env.REGISTRY_PASSWORD as string };
   }
 
-  async #build(record: ImageRecord, commands: string[], auth: RegistryAuth | undefined): Promise<void> {
+  async #build(record: ImageRecord, commands: string[], auth: RegistryAuth | undefined, files: ContextFiles, buildArgs: Record<string, string>): Promise<void> {
     const log = (data: string, fd: string) => {
       record.entries.push({ entry_id: String(record.entries.length + 1), task_logs: [{ data, timestamp: Date.now() / 1000, file_descriptor: fd }] });
       record.changes.notify();
     };
     try {
-      const steps = parseSteps(commands);
-      const built = await build(steps, {
+      const dockerfile = parseDockerfile(commands);
+      const built = await build(dockerfile, {
         docker: this.deps.docker,
         imageId: record.id,
         tag: { repo: IMAGE_REPO, tag: imageTag(record.id) },
         auth,
         labels: this.deps.labels(record.id),
+        files,
+        buildArgs,
         log,
         signal: this.#closing.signal,
       });
-      record.env = built.env;
       if (built.workdir) record.workdir = built.workdir;
       record.state = 'success';
       record.result = { status: Status.SUCCESS };

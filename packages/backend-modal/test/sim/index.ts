@@ -8,6 +8,7 @@ import { checkToken, controlPlaneMethods, type Secret } from './control-plane.js
 import { Faults } from './faults.js';
 import { GrpcServer, type CallRecord, type Method } from './grpc-server.js';
 import { Images } from './images.js';
+import { Mounts } from './mounts.js';
 import { routerMethods } from './router.js';
 import { RouterTokens } from './router-tokens.js';
 import { Sandboxes } from './sandboxes.js';
@@ -40,6 +41,8 @@ export class ModalSimulator {
   /** Every call served, in the order they finished. */
   readonly calls: CallRecord[] = [];
   readonly faults: Faults;
+  /** Build-context files put and mounted (MountPutFile, MountGetOrCreate). */
+  readonly mounts = new Mounts();
   readonly docker: Docker;
   /** The simulator's own codec (tests may use it to build raw calls). */
   readonly codec = SimCodec.load();
@@ -72,7 +75,7 @@ export class ModalSimulator {
     const labels = (simId: string) => this.#labels(simId);
     const longPollMs = () => this.#longPollMs;
     const slowLongPollMs = () => this.faults.slowLongPollMs;
-    this.#images = new Images({ docker: this.docker, secretEnv, labels, longPollMs, slowLongPollMs });
+    this.#images = new Images({ docker: this.docker, mounts: this.mounts, secretEnv, labels, longPollMs, slowLongPollMs });
     this.#sandboxes = new Sandboxes({
       docker: this.docker,
       images: this.#images,
@@ -161,6 +164,7 @@ export class ModalSimulator {
     const control = controlPlaneMethods({
       codec,
       images: this.#images,
+      mounts: this.mounts,
       sandboxes: this.#sandboxes,
       tokens: this.#tokens,
       faults: this.faults,
