@@ -26,11 +26,12 @@ import {
 import { sandboxLabels } from '../labels.js';
 import { DEFAULT_BUILD_TIMEOUT_MS } from '../build-spec.js';
 import { DEFAULT_STARTUP_MS, isBuiltImage, type EnvironmentSpec } from '../spec.js';
-import { refuseExecTty } from './capabilities.js';
+import { refuseExecTty, refuseExecUser } from './capabilities.js';
 import type { CreationLimiter } from './creation-limiter.js';
 import { execArgv, runProcess } from './run-process.js';
 import { SandboxRemoval } from './sandbox-removal.js';
 import { Transfers, type TransferMode } from './transfers.js';
+import { launchAsUser } from './user-launcher.js';
 import type { SandboxTransport, StartProgress } from './transport.js';
 
 export interface SandboxEnvironmentOptions {
@@ -47,9 +48,10 @@ export interface SandboxEnvironmentOptions {
   transfers?: TransferMode;
   /**
    * The backend's capabilities (pass `backend.capabilities`): exec options needing one it does not
-   * claim (`opts.tty`) are refused with a CapabilityError. Omitted: none of those is claimed.
+   * claim (`opts.tty`, `opts.user` other than root) are refused with a CapabilityError. Omitted:
+   * none of those is claimed.
    */
-  capabilities?: Pick<Capabilities, 'tty'>;
+  capabilities?: Partial<Pick<Capabilities, 'tty' | 'execUser'>>;
 }
 
 /** When a command was killed from outside, how long the backend may take to agree the sandbox died. */
@@ -282,11 +284,14 @@ export class SandboxEnvironment implements Environment {
   async exec(command: string | readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
     this.#usable('exec');
     const argv = execArgv(command, opts, this.#ctx('exec'), this.spec.env);
-    refuseExecTty(opts.tty, this.#options.capabilities, this.#ctx('exec'));
+    refuseExecTty(opts.tty, { tty: this.#options.capabilities?.tty === true }, this.#ctx('exec'));
+    if (this.#options.capabilities?.execUser !== true) refuseExecUser(opts.user, this.#ctx('exec'), 'it does not claim the execUser capability');
     throwIfAborted(opts.signal, this.#ctx('exec'));
+    // An engine whose exec has no user: the launcher switches inside the sandbox.
+    const launched = opts.user !== undefined && this.#transport.nativeUser !== true ? launchAsUser(argv, opts.user, { ...this.spec.env, ...opts.env }) : argv;
     let outcome;
     try {
-      outcome = await runProcess(this.#transport, argv, opts, this.#ctx('exec'));
+      outcome = await runProcess(this.#transport, launched, opts, this.#ctx('exec'));
     } catch (error) {
       if (this.#closed) throw this.#interruptedByTeardown('exec', error);
       throw await this.#mapError(error, 'exec');

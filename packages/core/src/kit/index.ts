@@ -22,6 +22,7 @@ export type {
 export type { TransferMode } from './transfers.js';
 export { CreationLimiter, type CreationLimits } from './creation-limiter.js';
 export { assertSupported, refuseExecUser, type CapabilityHints } from './capabilities.js';
+export { USER_SWITCH_TOOLS } from './user-launcher.js';
 export { pullFailure, notPresentNeverPull, type PullFailureContext } from './pull-failure.js';
 export {
   checkPullAuth,

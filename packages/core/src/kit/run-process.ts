@@ -11,6 +11,7 @@ import { EXEC_MARKER, KILL_TIMEOUT_MS, killProcessTree } from './process-tree.js
 import { isExecStdin, stdinStream } from './stdin.js';
 import { gateOnTerminalSize, terminalSize } from './tty.js';
 import type { ProcessExit, SandboxProcess, SandboxTransport } from './transport.js';
+import { userFailure } from './user-launcher.js';
 
 export const DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024;
 /** After the tree killer, how long output may go on (a process hidden from it) before berth stops waiting. */
@@ -34,8 +35,6 @@ interface Context {
 }
 
 const USER = /^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$/;
-/** What runtimes say when the user is not in the image's /etc/passwd (runc, crun, kubelet). */
-const UNKNOWN_USER = /unable to find user|no matching entries in passwd|unknown user|no such user|user .* not found/i;
 
 /**
  * The argv an exec runs, after checking the caller's input: a ConfigError says what was wrong.
@@ -210,14 +209,9 @@ class ProcessRun {
     // Kept out of JSON: the strings already carry the output.
     Object.defineProperty(result, 'stdoutBytes', { enumerable: false });
     Object.defineProperty(result, 'stderrBytes', { enumerable: false });
-    // The runtime could not become the user: the caller's input, not the command's result.
-    if (opts.user !== undefined && exit.code === 126 && UNKNOWN_USER.test(`${result.stdout}\n${result.stderr}`)) {
-      throw new ConfigError({
-        ...this.#ctx,
-        path: 'opts.user',
-        message: `cannot run as user "${opts.user}": the image has no such user (${(result.stdout + result.stderr).trim().slice(0, 200)}); give a uid such as '1000' or a user in the image's /etc/passwd`,
-      });
-    }
+    // The runtime (or berth's launcher) could not become the user: the caller's input, not the command's result.
+    const notAsUser = opts.user === undefined ? undefined : userFailure(opts.user, result, this.#ctx);
+    if (notAsUser) throw notAsUser;
     const suspicious = !timedOut && !cancelled && (exit.code === null || exit.code >= 128 || exit.interrupted === true);
     return { result, suspicious, cancelled, exitUnknown: exit.code === null };
   }
@@ -229,7 +223,8 @@ class ProcessRun {
       argv,
       env: { ...this.#opts.env, [EXEC_MARKER]: this.#execId },
       stdin: this.#input !== undefined,
-      ...(this.#opts.user !== undefined ? { user: this.#opts.user } : {}),
+      // Without a native user, SandboxEnvironment wrapped the argv in the user launcher instead.
+      ...(this.#opts.user !== undefined && this.#transport.nativeUser === true ? { user: this.#opts.user } : {}),
       ...(tty ? { tty } : {}),
     });
     try {

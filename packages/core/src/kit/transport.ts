@@ -40,6 +40,12 @@ export interface SandboxTransport {
   /** A native, faster way to move tar archives in and out, if the backend has one. */
   readonly archive?: ArchiveTransport;
   /**
+   * `spawn` runs a process as `request.user` itself (Docker's exec User). Otherwise the kit runs
+   * such commands through its user launcher (user-launcher.ts), which switches user inside the
+   * sandbox with a tool the image has, and `spawn` never sees a `user`.
+   */
+  readonly nativeUser?: boolean;
+  /**
    * The sandbox can be restarted or replaced under the same name (a pod's container): the kit then
    * asks `inspect()` after every command that exits non-zero, so a fresh container's "No such
    * file" becomes the SandboxLostError it is. One status read per failed command.
@@ -92,7 +98,7 @@ export interface ProcessRequest {
   stdin: boolean;
   /** Run as root where the backend can choose the user (the tree killer, transfers over exec). */
   asRoot?: boolean;
-  /** Run as this user (a name or uid, optionally ':group'): the caller's `opts.user`. */
+  /** Run as this user (a name or uid, optionally ':group'): the caller's `opts.user`. Only for transports with `nativeUser`. */
   user?: string;
   /**
    * Give the process a pseudo-terminal of this size (backends claiming the tty capability only: the
