@@ -13,7 +13,8 @@ import {
 import { dockerMessage, mapDaemonError, statusOf } from './docker-errors.js';
 import type { DockerBackendOptions } from './options.js';
 import { DockerImageBuilder } from './build.js';
-import { checkBuild, checkImage } from './preflight.js';
+import { checkBuild, checkGpus, checkImage } from './preflight.js';
+import { GpuSupport } from './gpu.js';
 import { BACKEND, DockerSandbox, type DockerImageSource } from './sandbox.js';
 import { CAPABILITIES, HINTS, RENAMED } from './capabilities.js';
 
@@ -37,6 +38,8 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
   };
   // Shared by every environment of this backend, so concurrent starts of one context share a build.
   let builder: DockerImageBuilder | undefined;
+  // Whether the engine has an NVIDIA runtime, asked once for every environment of this backend.
+  const gpus = new GpuSupport(docker);
   const capabilities = { ...CAPABILITIES, imageAuth: CAPABILITIES.imageAuth.filter((k) => k !== 'aws' || options.ecrLogin !== undefined) };
   const ctx = (operation: 'preflight' | 'sweep') => ({ operation, backend: BACKEND });
 
@@ -61,7 +64,7 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
     options,
     transfers: options.transfers ?? 'native',
     target: () => engineAddress(options),
-    transport: (id, spec) => new DockerSandbox(docker(), options, id, spec, imageSource(spec)),
+    transport: (id, spec) => new DockerSandbox(docker(), options, id, spec, imageSource(spec), gpus),
     async checkApi() {
       try {
         const version = await docker().version();
@@ -73,8 +76,9 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
     async checkSpec(spec) {
       if (!spec) return [];
       const image = spec.image;
-      if (isBuiltImage(image)) return checkBuild(docker(), options, image.build);
-      return [await checkImage(docker(), options, mirrorImage(image.ref, image.auth, options.mirrors ?? []))];
+      const gpuChecks = (spec.resources.gpus ?? 0) > 0 ? [await checkGpus(gpus, spec.resources.gpus ?? 0)] : [];
+      if (isBuiltImage(image)) return [...gpuChecks, ...(await checkBuild(docker(), options, image.build))];
+      return [...gpuChecks, await checkImage(docker(), options, mirrorImage(image.ref, image.auth, options.mirrors ?? []))];
     },
     async listManaged({ session }) {
       const labels = [`${LABEL_MANAGED}=true`, ...(session ? [`${LABEL_SESSION}=${session}`] : [])];

@@ -4,7 +4,10 @@ import type { Capabilities } from '@berth/core';
 // generated table), and the option names it renamed.
 
 export const CAPABILITIES: Capabilities = {
-  gpus: false,
+  // Device requests (Driver nvidia), where the engine reports an NVIDIA runtime: checked at start.
+  gpus: true,
+  // Docker's device requests take a count or device ids, never a GPU model.
+  gpuTypes: false,
   networkModes: ['public', 'none'],
   imageAuth: ['basic', 'identityToken', 'secretName', 'dockerConfig', 'aws'],
   mounts: ['bind'],
@@ -17,7 +20,9 @@ export const CAPABILITIES: Capabilities = {
 };
 
 export const HINTS = {
-  gpus: "the engine's GPU runtime is not set up by berth: set resources.gpus to 0, or use a backend that provides GPUs",
+  gpus: "install the NVIDIA Container Toolkit on the engine's host and register its runtime (nvidia-ctk runtime configure --runtime=docker, then restart dockerd), or set resources.gpus to 0",
+  gpuTypes:
+    "Docker's device requests take GPUs by count, not by model: leave resources.gpuTypes out to take any of the engine's GPUs, or run on Kubernetes or Modal",
   'resources.storage': 'leave it unset for Docker (limits need xfs quotas)',
   'mounts.image': 'use a bind mount of an extracted copy',
   imageAuth: 'aws needs options.ecrLogin',

@@ -14,6 +14,7 @@ import { CREDENTIALS_HINT, dockerMessage, mapDaemonError, statusOf } from './doc
 import type { DockerBackendOptions } from './options.js';
 import { dockerAuthConfig, imagePresent } from './pull.js';
 import { BACKEND } from './sandbox.js';
+import type { GpuSupport } from './gpu.js';
 
 /** Is the image present, or pullable with the credentials start() would use, without pulling it? */
 export async function checkImage(docker: Docker, options: DockerBackendOptions, pull: MirroredImage): Promise<PreflightCheck> {
@@ -81,4 +82,14 @@ export async function checkBuild(docker: Docker, options: DockerBackendOptions, 
     checks.push({ ...check, name: `base image ${base}` });
   }
   return checks;
+}
+
+/** A spec asking for GPUs: does the engine have the NVIDIA runtime start() needs? */
+export async function checkGpus(gpus: GpuSupport, count: number): Promise<PreflightCheck> {
+  try {
+    await gpus.require(count, { operation: 'preflight', backend: BACKEND });
+  } catch (error) {
+    return preflightFailure('gpus', error);
+  }
+  return { name: 'gpus', status: 'ok', message: `the engine has an NVIDIA runtime for ${count} GPU(s)` };
 }

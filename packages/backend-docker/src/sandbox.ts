@@ -21,6 +21,7 @@ import { spawnDockerProcess } from './exec-process.js';
 import type { DockerImageBuilder } from './build.js';
 import type { DockerBackendOptions } from './options.js';
 import { dockerAuthConfig, imagePresent, pullImage } from './pull.js';
+import { gpuDeviceRequests, type GpuSupport } from './gpu.js';
 
 export const BACKEND = 'docker';
 
@@ -35,17 +36,19 @@ export class DockerSandbox implements SandboxTransport {
   readonly #id: string;
   readonly #spec: EnvironmentSpec;
   readonly #source: DockerImageSource;
+  readonly #gpus: GpuSupport;
   /** What the container runs: the pulled reference, or the build's tag once built. */
   #image: ImageRef;
   /** Whether a container may exist: only the create call makes one (pulls and builds make images). */
   #outcome: CreateOutcome = 'not-attempted';
 
-  constructor(docker: Docker, options: DockerBackendOptions, id: string, spec: EnvironmentSpec, source: DockerImageSource) {
+  constructor(docker: Docker, options: DockerBackendOptions, id: string, spec: EnvironmentSpec, source: DockerImageSource, gpus: GpuSupport) {
     this.#docker = docker;
     this.#options = options;
     this.#id = id;
     this.#spec = spec;
     this.#source = source;
+    this.#gpus = gpus;
     this.#image = source.kind === 'pull' ? source.image : parseImageRef(BUILD_REPOSITORY);
     const container = () => this.#container;
     this.archive = {
@@ -74,6 +77,8 @@ export class DockerSandbox implements SandboxTransport {
   }
 
   async create(ctx: CreateContext): Promise<void> {
+    // Before any pull: an engine without the NVIDIA runtime would run the task without its GPUs.
+    await this.#gpus.require(this.#spec.resources.gpus ?? 0, this.#ctx('start'));
     await this.#ensureImage(ctx);
     ctx.progress({ phase: 'starting', status: 'creating container' });
     await this.#createAndRun(ctx);
@@ -140,6 +145,7 @@ export class DockerSandbox implements SandboxTransport {
           ...(network === 'none' ? { NetworkMode: 'none' } : {}),
           ...(resources.cpus ? { NanoCpus: Math.round(resources.cpus * 1e9) } : {}),
           ...(resources.memoryMb ? { Memory: resources.memoryMb * 1024 * 1024 } : {}),
+          ...(resources.gpus ? { DeviceRequests: gpuDeviceRequests(resources.gpus) } : {}),
           ...(binds.length ? { Mounts: binds } : {}),
         },
         ...(network === 'none' ? { NetworkDisabled: true } : {}),

@@ -142,7 +142,7 @@ describe('docker error mapping', () => {
     const backend = createDockerBackend({ socketPath: '/tmp/berth-no-such-docker.sock' });
     expect(() => backend.environment({ image: 'x', resources: { cpus: 0 } })).toThrow(ConfigError);
     expect(() => backend.environment({ image: 'Not A Ref' })).toThrow(/Invalid image reference/);
-    expect(() => backend.environment({ image: 'x', resources: { gpus: 1 } })).toThrow(/GPUs/);
+    expect(() => backend.environment({ image: 'x', resources: { gpus: 1, gpuTypes: ['H100'] } })).toThrow(/cannot choose the GPU model/);
     expect(() => backend.environment({ image: { ref: 'x', auth: { secretName: 'nope' } } })).toThrow(/registrySecrets/);
   });
 

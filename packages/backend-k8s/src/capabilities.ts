@@ -5,6 +5,8 @@ import type { Capabilities } from '@berth/core';
 
 export const CAPABILITIES: Capabilities = {
   gpus: true,
+  // Node affinity on options.gpuTypeLabel (default nvidia.com/gpu.product), any of the types.
+  gpuTypes: true,
   // 'none' needs a cluster that enforces NetworkPolicy (see the README): not claimed by default.
   networkModes: ['public'],
   networkSwitch: false,

@@ -1,4 +1,4 @@
-import type { V1Node, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
+import type { V1Node, V1NodeSelectorRequirement, V1Pod, V1Taint, V1Toleration } from '@kubernetes/client-node';
 
 /**
  * Whether a node could take the pod, judged the way the scheduler's first filters do: the node is
@@ -21,6 +21,12 @@ export function nodeMisfits(node: V1Node, pod: V1Pod): string[] {
   for (const [key, value] of Object.entries(pod.spec?.nodeSelector ?? {})) {
     if (labels[key] !== value) reasons.push(`nodeSelector ${key}=${value} does not match`);
   }
+  const terms = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+  // Terms are ORed, a term's expressions ANDed (GPU types are one In expression).
+  if (terms.length > 0 && !terms.some((term) => (term.matchExpressions ?? []).every((e) => matches(e, labels)))) {
+    const wanted = terms.flatMap((term) => (term.matchExpressions ?? []).map((e) => `${e.key} ${e.operator} ${(e.values ?? []).join(', ')}`.trim()));
+    reasons.push(`node affinity (${wanted.join('; ')}) does not match`);
+  }
   const allocatable = node.status?.allocatable ?? {};
   const requests: Record<string, string> = {};
   for (const container of pod.spec?.containers ?? []) Object.assign(requests, container.resources?.requests ?? {});
@@ -33,6 +39,29 @@ export function nodeMisfits(node: V1Node, pod: V1Pod): string[] {
     }
   }
   return reasons;
+}
+
+/** One node selector requirement against a node's labels (the operators a manifest may use). */
+function matches(e: V1NodeSelectorRequirement, labels: Record<string, string>): boolean {
+  const value = labels[e.key];
+  switch (e.operator) {
+    case 'In':
+      return value !== undefined && (e.values ?? []).includes(value);
+    case 'NotIn':
+      return value === undefined || !(e.values ?? []).includes(value);
+    case 'Exists':
+      return value !== undefined;
+    case 'DoesNotExist':
+      return value === undefined;
+    case 'Gt':
+    case 'Lt': {
+      const [limit] = (e.values ?? []).map(Number);
+      const n = Number(value);
+      return value !== undefined && limit !== undefined && (e.operator === 'Gt' ? n > limit : n < limit);
+    }
+    default:
+      return false;
+  }
 }
 
 /** The scheduler's toleration rule for one taint. */

@@ -25,6 +25,18 @@ export interface K8sBackendOptions extends CommonBackendOptions, PullCredentialS
   /** Existing pull secrets of the namespace, added to every pod. */
   imagePullSecrets?: readonly string[];
   nodeSelector?: Record<string, string>;
+  /**
+   * The node label that names a node's GPU model, for `resources.gpuTypes` (a required node
+   * affinity, In over the types' values). Default 'nvidia.com/gpu.product' (NVIDIA's GPU feature
+   * discovery sets it, e.g. to 'NVIDIA-H100-80GB-HBM3').
+   */
+  gpuTypeLabel?: string;
+  /**
+   * The label value(s) for a GPU type as specs and harbor name it, e.g.
+   * `{ H100: 'NVIDIA-H100-80GB-HBM3', A100: ['NVIDIA-A100-SXM4-40GB', 'NVIDIA-A100-SXM4-80GB'] }`.
+   * A type not listed is used as the label value as written.
+   */
+  gpuTypeValues?: Readonly<Record<string, string | readonly string[]>>;
   tolerations?: readonly V1Toleration[];
   runtimeClassName?: string;
   /** Default: no service account token in the pod (automountServiceAccountToken: false). */

@@ -2,6 +2,7 @@ import type { V1Container, V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/cl
 import type { EnvironmentSpec } from '@berth/core';
 import { keepAliveCommand } from '@berth/core/backend-kit';
 import type { K8sBackendOptions } from './options.js';
+import { gpuAffinity } from './gpu-affinity.js';
 
 /** The one container of a berth pod. */
 export const CONTAINER = 'main';
@@ -59,6 +60,7 @@ export function podManifest(input: PodInput): V1Pod {
   if (spec.resources.memoryMb !== undefined) quantities.memory = `${spec.resources.memoryMb}Mi`;
   if (spec.resources.storageMb !== undefined) quantities['ephemeral-storage'] = `${spec.resources.storageMb}Mi`;
   if ((spec.resources.gpus ?? 0) > 0) quantities['nvidia.com/gpu'] = String(spec.resources.gpus);
+  const affinity = gpuAffinity(spec, options);
   const volumes: V1Volume[] = [];
   const volumeMounts: V1VolumeMount[] = [];
   const initContainers: V1Container[] = [];
@@ -113,6 +115,7 @@ export function podManifest(input: PodInput): V1Pod {
       ...(spec.timeouts.lifetimeMs ? { activeDeadlineSeconds: Math.max(1, Math.ceil(spec.timeouts.lifetimeMs / 1000)) } : {}),
       ...(input.pullSecrets.length ? { imagePullSecrets: input.pullSecrets.map((name) => ({ name })) } : {}),
       ...(options.nodeSelector ? { nodeSelector: { ...options.nodeSelector } } : {}),
+      ...(affinity ? { affinity } : {}),
       ...(options.tolerations ? { tolerations: [...options.tolerations] } : {}),
       ...(options.runtimeClassName ? { runtimeClassName: options.runtimeClassName } : {}),
     },

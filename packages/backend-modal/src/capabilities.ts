@@ -4,8 +4,10 @@ import type { Capabilities } from '@berth/core';
 // generated table), and the option names it renamed.
 
 export const CAPABILITIES: Capabilities = {
-  // Modal has GPUs, but a count without a type says too little: not claimed yet.
-  gpus: false,
+  // Resources.gpu_config: a count without a type is Modal's "any" (gpu="any" in Modal's own client).
+  gpus: true,
+  // A sandbox takes one GPU type (Modal's fallback lists are for Functions only): the first of the list.
+  gpuTypes: true,
   networkModes: ['public', 'none'],
   networkSwitch: false,
   imageAuth: ['basic', 'secretName', 'dockerConfig', 'aws'],
@@ -19,7 +21,6 @@ export const CAPABILITIES: Capabilities = {
 };
 
 export const HINTS = {
-  gpus: 'a count without a GPU type says too little: not claimed yet; set resources.gpus to 0',
   networkSwitch: 'a sandbox keeps the network it was made with: run the whole task with one network',
   execUser: "Modal's exec has no user: every command runs as the image's user",
   tty: "berth's Modal exec path asks for no pseudo-terminal yet: use berth exec without a terminal, or the Docker backend",

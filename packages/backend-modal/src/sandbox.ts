@@ -14,6 +14,7 @@ import {
 } from '@berth/core/backend-kit';
 import { BACKEND } from './credentials.js';
 import { ModalProcess } from './exec-process.js';
+import { gpuConfig } from './gpu.js';
 import type { BuildRecipe, ImagePlan } from './image.js';
 import { mapModalError } from './modal-errors.js';
 import type { ModalShared } from './shared.js';
@@ -98,6 +99,7 @@ export class ModalSandbox implements SandboxTransport {
             ...(spec.resources.cpus !== undefined ? { milli_cpu: Math.round(spec.resources.cpus * 1000) } : {}),
             ...(spec.resources.memoryMb !== undefined ? { memory_mb: spec.resources.memoryMb } : {}),
             ...(spec.resources.storageMb !== undefined ? { ephemeral_disk_mb: spec.resources.storageMb } : {}),
+            ...gpuConfig(spec.resources),
           },
           timeout_secs: lifetime ? Math.max(1, Math.ceil(lifetime / 1000)) : DEFAULT_LIFETIME_SECS,
           ...(spec.timeouts.idleMs ? { idle_timeout_secs: Math.max(1, Math.ceil(spec.timeouts.idleMs / 1000)) } : {}),

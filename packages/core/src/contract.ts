@@ -135,6 +135,8 @@ export type ImageAuthKind = 'basic' | 'identityToken' | 'aws' | 'secretName' | '
 
 export interface Capabilities {
   gpus: boolean;
+  /** Can it choose the GPU model (`resources.gpuTypes`, any of)? */
+  gpuTypes: boolean;
   networkModes: ReadonlyArray<NetworkMode>;
   /** Can a running sandbox's network be switched (spec.networkSwitch, Environment.setNetwork)? */
   networkSwitch: boolean;

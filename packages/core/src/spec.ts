@@ -51,6 +51,20 @@ export const ResourcesSchema = z.strictObject({
   memoryMb: z.number().int().positive().optional(),
   storageMb: z.number().int().positive().optional(),
   gpus: z.number().int().min(0).optional(),
+  /**
+   * The GPU models the sandbox may get, any of them (harbor's `gpu_types`), e.g. ['H100', 'A100-80GB'];
+   * left out, any GPU. Needs resources.gpus > 0. Repeats are dropped, the order kept (Modal takes the first).
+   */
+  gpuTypes: z
+    .array(
+      z
+        .string()
+        .min(1, 'a GPU type is a name such as "H100"; got an empty string')
+        .refine((t) => !/[:,\s]/.test(t), { message: 'a GPU type is one name such as "H100" (the count goes in resources.gpus, one type per entry)' }),
+    )
+    .min(1, 'lists at least one GPU type; leave it out to take any GPU')
+    .transform((types) => [...new Set(types)])
+    .optional(),
 });
 export type Resources = z.infer<typeof ResourcesSchema>;
 
@@ -216,5 +230,12 @@ export function parseEnvironmentSpec(input: unknown, context: { backend?: string
   if ('auth' in normalised && normalised.auth) hideSecrets(normalised.auth);
   const envProblem = envSizeProblem(rest.env, 'spec.env');
   if (envProblem) throw fail(envProblem.path, envProblem.message);
+  const { gpus, gpuTypes } = rest.resources;
+  if (gpuTypes !== undefined && !((gpus ?? 0) > 0)) {
+    throw fail(
+      'spec.resources.gpuTypes',
+      `spec.resources.gpuTypes (${gpuTypes.join(', ')}) says which GPUs, but resources.gpus asks for none: set resources.gpus to how many GPUs the sandbox needs, or leave gpuTypes out`,
+    );
+  }
   return { ...rest, image: normalised } as EnvironmentSpec;
 }

@@ -61,6 +61,7 @@ describe('spec: image { build }', () => {
   it('a backend that cannot build refuses the spec with a CapabilityError saying what to do instead', () => {
     const caps: Capabilities = {
       gpus: false,
+      gpuTypes: false,
       networkModes: ['none', 'public'],
       networkSwitch: false,
       imageAuth: [],

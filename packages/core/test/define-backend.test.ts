@@ -11,6 +11,7 @@ import { LocalTransport } from './support/local-transport.js';
 
 const CAPABILITIES: Capabilities = {
   gpus: false,
+  gpuTypes: false,
   networkModes: ['public', 'none'],
   networkSwitch: false,
   imageAuth: [],

@@ -169,6 +169,7 @@ describe('a sweep: the rule, removals, and dry runs', () => {
 describe('capability refusals', () => {
   const caps = {
     gpus: false,
+    gpuTypes: false,
     networkModes: ['none'] as const,
     imageAuth: [],
     mounts: ['bind'] as const,
@@ -189,5 +190,17 @@ describe('capability refusals', () => {
     }
     expect(CapabilityError.isInstance(error)).toBe(true);
     expect(error).toMatchObject({ capability, backend: 'toy', message: expect.stringContaining('do this instead') });
+  });
+
+  it('a backend with GPUs that cannot choose their model refuses resources.gpuTypes by name, and takes the count alone', () => {
+    const withGpus = { ...caps, gpus: true };
+    const typed = parseEnvironmentSpec({ image: 'x', network: 'none', resources: { gpus: 1, gpuTypes: ['H100', 'A100-80GB'] } });
+    expect(() => assertSupported(typed, withGpus, 'toy', { gpuTypes: 'leave it out' })).toThrow(
+      expect.objectContaining({
+        capability: 'gpuTypes',
+        message: expect.stringMatching(/cannot choose the GPU model \(resources\.gpuTypes: H100, A100-80GB\); leave it out/),
+      }),
+    );
+    expect(() => assertSupported(parseEnvironmentSpec({ image: 'x', network: 'none', resources: { gpus: 1 } }), withGpus, 'toy')).not.toThrow();
   });
 });

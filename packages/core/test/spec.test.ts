@@ -76,6 +76,11 @@ describe('parseEnvironmentSpec', () => {
     [{ image: 123 }, 'spec.image'],
     [{}, 'spec.image'],
     [{ image: 'x', env: { HUGE: 'x'.repeat(200 * 1024) } }, 'spec.env.HUGE'],
+    [{ image: 'x', resources: { gpus: 1, gpuTypes: [] } }, 'spec.resources.gpuTypes'],
+    [{ image: 'x', resources: { gpus: 1, gpuTypes: [''] } }, 'spec.resources.gpuTypes.0'],
+    [{ image: 'x', resources: { gpus: 1, gpuTypes: ['A100-40GB:2'] } }, 'spec.resources.gpuTypes.0'],
+    [{ image: 'x', resources: { gpuTypes: ['H100'] } }, 'spec.resources.gpuTypes'],
+    [{ image: 'x', resources: { gpus: 0, gpuTypes: ['H100'] } }, 'spec.resources.gpuTypes'],
   ])('rejects %j at %s with a ConfigError that says where', (input, path) => {
     let error: unknown;
     try {
@@ -88,6 +93,15 @@ describe('parseEnvironmentSpec', () => {
     expect(config.path).toBe(path);
     expect(config.message).toContain('invalid environment spec');
     expect(config.category).toBe('permanent_infra');
+  });
+
+  it('takes GPU types beside a count, any of them, repeats dropped in order; types without a count say what to set', () => {
+    expect(parseEnvironmentSpec({ image: 'x', resources: { gpus: 2, gpuTypes: ['H100', 'A100-80GB', 'H100'] } }).resources).toEqual({
+      gpus: 2,
+      gpuTypes: ['H100', 'A100-80GB'],
+    });
+    expect(() => parseEnvironmentSpec({ image: 'x', resources: { gpuTypes: ['H100'] } })).toThrow(/resources\.gpus asks for none: set resources\.gpus/);
+    expect(() => parseEnvironmentSpec({ image: 'x', resources: { gpus: 1, gpuTypes: ['T4:2'] } })).toThrow(/the count goes in resources\.gpus/);
   });
 
   it('never echoes a password into the error', () => {

@@ -16,6 +16,7 @@ import {
   separateVerifier,
   verifierEnvironmentOf,
   verifierTable,
+  gpuTypesOf,
 } from './task-semantics.js';
 import { fieldError, parseTaskToml, type EnvironmentTable, type TaskToml } from './task-toml.js';
 
@@ -129,6 +130,7 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
   const storageMb = sizeMb(configPath, env, 'storage');
   if (storageMb !== undefined) resources.storageMb = storageMb;
   if (env.gpus !== undefined) resources.gpus = env.gpus;
+  Object.assign(resources, gpuTypesOf(env));
 
   // Missing host variables fail the load, before any sandbox starts (harbor's CLI checks up front
   // too); [solution.env] only matters to the oracle, which checks it when it runs.

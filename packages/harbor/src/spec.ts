@@ -17,7 +17,7 @@ export interface ResolvedEnvironment {
   image: string | { build: { context: string; dockerfile: string; timeoutSec: number } };
   network: { environment: HarborNetwork; agent: HarborNetwork; verifier: HarborNetwork; switched: boolean };
   env: { environment: string[]; verifier: string[]; solution: string[] };
-  resources: { cpus?: number; memoryMb?: number; storageMb?: number; gpus?: number };
+  resources: { cpus?: number; memoryMb?: number; storageMb?: number; gpus?: number; gpuTypes?: string[] };
   users: { agent?: string; verifier?: string };
   workdir?: string;
   timeouts: { agentSec: number | null; verifierSec: number; buildSec?: number };
@@ -64,7 +64,8 @@ export function switchesNetwork(task: HarborTask): boolean {
  *
  * storage_mb is a ceiling harbor writes into almost every task.toml and its own Docker
  * environment does not enforce: it is requested only where the backend can honour it and
- * otherwise recorded in `notes`. gpus is a requirement: a backend without GPUs refuses the task.
+ * otherwise recorded in `notes`. gpus is a requirement: a backend without GPUs refuses the task;
+ * gpu_types goes along as resources.gpuTypes (any of them).
  */
 export function buildSpec(
   task: HarborTask,
@@ -142,7 +143,11 @@ function sandboxSpec(
         `storage limit of ${sandbox.resources.storageMb} MiB not applied: the ${backend.name} backend cannot limit storage (harbor's Docker environment does not either)`,
       );
   }
-  if ((sandbox.resources.gpus ?? 0) > 0) resources.gpus = sandbox.resources.gpus;
+  if ((sandbox.resources.gpus ?? 0) > 0) {
+    resources.gpus = sandbox.resources.gpus;
+    // Any of them: a backend that cannot choose the model refuses the task (gpuTypes capability).
+    if (sandbox.resources.gpuTypes?.length) resources.gpuTypes = [...sandbox.resources.gpuTypes];
+  }
   const image = 'ref' in sandbox.image ? sandbox.image.ref : { build: { ...sandbox.image.build, timeoutMs: sandbox.buildTimeoutSec * 1000 } };
   const spec: EnvironmentSpecInput = {
     image,

@@ -53,12 +53,9 @@ function refuseEnvironment(file: string, at: string, env: EnvironmentTable): voi
     throw unsupported(file, 'os.windows', `${at}.os = "windows" needs Windows containers, which no berth backend runs`);
   }
   if (env.tpu !== undefined) throw unsupported(file, 'tpu', `${at}.tpu asks for TPUs, which no berth backend provides`);
-  if (env.gpu_types !== undefined && (env.gpus ?? 0) > 0) {
-    throw unsupported(
-      file,
-      'gpu_types',
-      `${at}.gpu_types (${env.gpu_types.join(', ')}) asks for particular GPUs, which no berth backend can choose; remove it to take any GPU`,
-    );
+  const badType = (env.gpus ?? 0) > 0 ? env.gpu_types?.find((t) => !/^[^\s:,]+$/.test(t)) : undefined;
+  if (badType !== undefined) {
+    throw fieldError(file, `${at}.gpu_types`, `holds ${JSON.stringify(badType)}: each entry is one GPU type such as "H100" (the count is ${at}.gpus)`);
   }
 }
 
@@ -100,6 +97,11 @@ export function refuseUnsupported(file: string, toml: TaskToml, hasCompose: stri
       throw fieldError(file, `artifacts[${i}].service`, `names the compose service "${entry.service}"; berth runs one sandbox ("main")`);
     }
   }
+}
+
+/** `gpu_types` as harbor reads it: any of them, only with gpus > 0; an empty list is any GPU. */
+export function gpuTypesOf(env: EnvironmentTable): { gpuTypes?: string[] } {
+  return (env.gpus ?? 0) > 0 && env.gpu_types?.length ? { gpuTypes: [...env.gpu_types] } : {};
 }
 
 export function healthcheckOf(env: EnvironmentTable): HarborHealthcheck | undefined {
@@ -194,6 +196,7 @@ export function verifierEnvironmentOf(
       ...(sizes.memoryMb !== undefined ? { memoryMb: sizes.memoryMb } : {}),
       ...(sizes.storageMb !== undefined ? { storageMb: sizes.storageMb } : {}),
       ...(table.gpus !== undefined ? { gpus: table.gpus } : {}),
+      ...gpuTypesOf(table),
     },
     env: table.env ?? {},
     ...(table.workdir !== undefined ? { workdir: table.workdir } : {}),

@@ -28,7 +28,7 @@ export interface HarborVerifierEnvironment {
   /** The image carries the tests (a verifier docker_image, or one built from tests/): nothing is uploaded. */
   testsBundled: boolean;
   buildTimeoutSec: number;
-  resources: { cpus?: number; memoryMb?: number; storageMb?: number; gpus?: number };
+  resources: { cpus?: number; memoryMb?: number; storageMb?: number; gpus?: number; gpuTypes?: string[] };
   /** `[verifier.environment.env]` (or the agent's `[environment.env]` when there is no `[verifier.environment]`), as written. */
   env: Record<string, string>;
   workdir?: string;
@@ -72,6 +72,8 @@ export interface HarborTask {
     memoryMb?: number;
     storageMb?: number;
     gpus?: number;
+    /** `gpu_types` when gpus > 0: any of them (an empty list is any GPU, as in harbor). */
+    gpuTypes?: string[];
   };
   /**
    * The network of each phase: `environment` from start until the agent runs (and between phases),

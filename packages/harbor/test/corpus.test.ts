@@ -25,10 +25,7 @@ const REFUSED: Record<string, [type: 'ConfigError' | 'CapabilityError', field: s
   '16-johnbuck-multistep-final': ['ConfigError', '[[steps]]'],
   '21-expo-healthcheck-no-dockerfile': ['ConfigError', 'environment.docker_image'],
   '25-humanevalpack-compose-shared-volume': ['ConfigError', 'environment/docker-compose.yaml'],
-  '26-posttrainbench-gpu-volumes-separate': ['CapabilityError', 'gpu_types'],
-  '27-posttrainbench-gpu-dup-types-old': ['CapabilityError', 'gpu_types'],
   '28-opsskills-skills-dir-no-dockerfile': ['ConfigError', 'environment.docker_image'],
-  '32-tapt-gpu-types-stray-key': ['CapabilityError', 'gpu_types'],
   '35-raft-nonstandard-scoring-hardware': ['ConfigError', 'environment.docker_image'],
   '40-infrabench-vm-cluster-nodes': ['ConfigError', 'environment.docker_image'],
 };
@@ -88,6 +85,9 @@ function appliedToSandbox(key: string, sub: string | undefined, value: unknown, 
       return typeof value === 'string' ? view.resources.storageMb === parseSizeToMb(value) : undefined;
     case 'gpus':
       return view.resources.gpus === value;
+    case 'gpu_types':
+      // Any of them, with a count; without one harbor ignores them (a note says so).
+      return (view.resources.gpus ?? 0) > 0 ? JSON.stringify(view.resources.gpuTypes ?? []) === JSON.stringify(value) : undefined;
     case 'allow_internet':
       return table.network_mode === undefined && view.baseline ? view.baseline === (value ? 'public' : 'none') : true;
     case 'network_mode':

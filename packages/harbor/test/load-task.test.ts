@@ -126,6 +126,7 @@ destination = "out"
     ['cpus = "2"', 'environment.cpus', /positive number, got "2"/],
     ['cpus = 0', 'environment.cpus', /positive number, got 0/],
     ['gpus = 1.5', 'environment.gpus', /whole number/],
+    ['gpus = 1\ngpu_types = ["A100-40GB:2"]', 'environment.gpu_types', /one GPU type such as "H100" \(the count is environment\.gpus\)/],
     ['allow_internet = "yes"', 'environment.allow_internet', /true or false/],
     ['docker_image = ""', 'environment.docker_image', /non-empty string/],
   ])('refuses %s, naming the file and %s', async (line, path, message) => {

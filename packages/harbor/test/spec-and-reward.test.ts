@@ -71,6 +71,13 @@ describe('buildSpec', () => {
     expect(notes).toEqual([]);
   });
 
+  it('gpu_types go along as resources.gpuTypes (any of them), only with a count', () => {
+    const gpu = { ...task, resources: { gpus: 1, gpuTypes: ['A100-40GB', 'H100'] } };
+    expect(buildSpec(gpu, withStorage).spec.resources).toEqual({ gpus: 1, gpuTypes: ['A100-40GB', 'H100'] });
+    expect(EnvironmentSpecSchema.safeParse(buildSpec(gpu, withStorage).spec).success).toBe(true);
+    expect(buildSpec({ ...task, resources: { gpus: 0, gpuTypes: ['H100'] } }, withStorage).spec.resources).toEqual({});
+  });
+
   it('phases on different networks make a switchable sandbox; a backend that cannot switch refuses the task', () => {
     const online = { ...task, network: { environment: 'none' as const, agent: 'none' as const, verifier: 'public' as const } };
     const { spec } = buildSpec(online, docker);

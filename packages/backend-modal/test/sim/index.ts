@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { testCa } from '../support/test-ca.js';
-import { SimCodec } from './codec.js';
+import { SimCodec, type Msg } from './codec.js';
 import { checkToken, controlPlaneMethods, type Secret } from './control-plane.js';
 import { Faults } from './faults.js';
 import { GrpcServer, type CallRecord, type Method } from './grpc-server.js';
@@ -118,6 +118,11 @@ export class ModalSimulator {
   /** Ids of sandboxes that have not ended. */
   async sandboxes(): Promise<string[]> {
     return this.#sandboxes.live();
+  }
+
+  /** The Sandbox definition SandboxCreate received for this sandbox, decoded. */
+  definition(sandboxId: string): Msg | undefined {
+    return this.#sandboxes.definition(sandboxId);
   }
 
   /** Changes the long-poll bound while running. */

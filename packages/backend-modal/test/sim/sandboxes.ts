@@ -47,6 +47,27 @@ export interface SandboxDeps {
 }
 
 const FETCH_SPEC = 'FetchSpec failed: loading container: file does not exist';
+/**
+ * GPU types Modal takes (its GPU docs; the type upper-cased as its client sends it). This machine
+ * has no GPUs: a sandbox asking for them runs without, its GPU config recorded for tests to read.
+ */
+const GPU_TYPES = new Set([
+  'ANY',
+  'T4',
+  'L4',
+  'A10',
+  'A10G',
+  'L40S',
+  'A100',
+  'A100-40GB',
+  'A100-80GB',
+  'RTX-PRO-6000',
+  'H100',
+  'H100!',
+  'H200',
+  'B200',
+  'B200+',
+]);
 /** Modal's default sandbox lifetime when timeout_secs is not given. */
 const DEFAULT_TIMEOUT_SECS = 300;
 
@@ -79,6 +100,11 @@ export class Sandboxes {
     return record;
   }
 
+  /** The definition a sandbox was created with, as received (for tests to read back). */
+  definition(id: string): Msg | undefined {
+    return this.#byId.get(id)?.definition;
+  }
+
   live(): string[] {
     return [...this.#byId.values()].filter((r) => !r.vanished && !r.ending).map((r) => r.id);
   }
@@ -92,6 +118,10 @@ export class Sandboxes {
     if (!image) throw new RpcError(Code.NOT_FOUND, `Image ${imageId} not found`);
     if (image.state === 'failure') throw new RpcError(Code.FAILED_PRECONDITION, `Image ${imageId} failed to build`);
     for (const s of (def.secret_ids ?? []) as string[]) if (!this.deps.secretEnv(s)) throw new RpcError(Code.NOT_FOUND, `Secret ${s} not found`);
+    const gpu = ((def.resources ?? {}) as Msg).gpu_config as Msg | undefined;
+    if (Number(gpu?.count ?? 0) > 0 && !GPU_TYPES.has(String(gpu?.gpu_type ?? ''))) {
+      throw new RpcError(Code.INVALID_ARGUMENT, `Not a valid GPU type: ${JSON.stringify(gpu?.gpu_type ?? '')}`);
+    }
     const name = typeof def.name === 'string' && def.name ? def.name : undefined;
     if (name && [...this.#byId.values()].some((r) => r.appId === appId && r.name === name && !r.vanished && !r.ending)) {
       throw new RpcError(Code.ALREADY_EXISTS, `Sandbox with name '${name}' already exists in app ${appId}`);

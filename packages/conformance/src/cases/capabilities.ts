@@ -30,6 +30,7 @@ export function capabilityCases(h: Harness): void {
       const caps = h.backend().capabilities;
       const out: Array<[string, EnvironmentSpecInput]> = [];
       if (!caps.gpus) out.push(['gpus', h.spec({ resources: { gpus: 1 } })]);
+      else if (!caps.gpuTypes) out.push(['GPU types', h.spec({ resources: { gpus: 1, gpuTypes: ['H100'] } })]);
       for (const mode of ['public', 'none'] as const) {
         if (!caps.networkModes.includes(mode)) out.push([`network ${mode}`, h.spec({ network: mode })]);
       }

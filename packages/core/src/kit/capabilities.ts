@@ -6,6 +6,7 @@ import { isBuiltImage, type EnvironmentSpec } from '../spec.js';
 export type CapabilityHints = Partial<
   Record<
     | 'gpus'
+    | 'gpuTypes'
     | 'network'
     | 'networkSwitch'
     | 'execUser'
@@ -64,6 +65,13 @@ export function assertSupported(spec: EnvironmentSpec, capabilities: Capabilitie
   }
   if ((spec.resources.gpus ?? 0) > 0 && !capabilities.gpus) {
     throw refuse('gpus', 'does not provide GPUs', 'use a backend that does, or set resources.gpus to 0');
+  }
+  if (spec.resources.gpuTypes !== undefined && !capabilities.gpuTypes) {
+    throw refuse(
+      'gpuTypes',
+      `cannot choose the GPU model (resources.gpuTypes: ${spec.resources.gpuTypes.join(', ')})`,
+      'leave resources.gpuTypes out to take any GPU, or use a backend that can choose',
+    );
   }
   if (!capabilities.networkModes.includes(spec.network)) {
     throw refuse('network', `does not support network '${spec.network}'`, `use one of: ${capabilities.networkModes.join(', ')}`);

@@ -25,6 +25,7 @@ const ROWS: Row[] = [
   ['exec as another user (`opts.user`)', (c) => c.execUser, 'execUser'],
   ['a terminal for exec (`opts.tty`)', (c) => c.tty, 'tty'],
   ['GPUs (`resources.gpus`)', (c) => c.gpus, 'gpus'],
+  ['GPU types (`resources.gpuTypes`, any of)', (c) => c.gpuTypes, 'gpuTypes'],
   ['cpu limit (`resources.cpus`)', (c) => c.resourceLimits.cpus, 'resources.cpus'],
   ['memory limit (`resources.memoryMb`)', (c) => c.resourceLimits.memory, 'resources.memory'],
   ['storage limit (`resources.storageMb`)', (c) => c.resourceLimits.storage, 'resources.storage'],
