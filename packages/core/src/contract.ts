@@ -104,7 +104,12 @@ export interface EnvironmentEvents {
   lost: (reason: string) => void;
 }
 
-/** 'public': the backend's default network; 'none': no network interface but loopback. */
+/**
+ * 'public': the backend's default network. 'none': no packet enters or leaves the sandbox except on
+ * loopback (checked from inside: a TCP connect to a listener a public sandbox reaches fails, a DNS
+ * lookup fails). How is the backend's affair: Docker and Modal take the interface away, Kubernetes
+ * labels the pod for a deny-all NetworkPolicy the cluster must enforce.
+ */
 export type NetworkMode = 'public' | 'none';
 
 export interface Environment extends AsyncDisposable {
@@ -123,6 +128,7 @@ export interface Environment extends AsyncDisposable {
   readonly network: NetworkMode;
   /**
    * Switch the running sandbox's network between phases (e.g. offline agent, online verifier).
+   * Resolves once the new state holds inside the sandbox, not merely once it was asked for.
    * Needs `spec.networkSwitch: true` (ConfigError otherwise) on a backend with the
    * `networkSwitch` capability (refused at environment() otherwise).
    */

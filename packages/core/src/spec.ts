@@ -100,7 +100,7 @@ const labelKey = z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9._/-]{0,251}[A-Za-z0-9
 export const EnvironmentSpecSchema = z.strictObject({
   image: ImageInputSchema,
   resources: ResourcesSchema.default({}),
-  /** 'none' (the default) gives the sandbox no network at all; 'public' the backend's default network. */
+  /** 'none' (the default): no packet enters or leaves the sandbox but on loopback (see NetworkMode); 'public': the backend's default network. */
   network: z.enum(['public', 'none']).default('none'),
   /** Allow setNetwork() on the running sandbox (backends with the networkSwitch capability). */
   networkSwitch: z.boolean().default(false),
