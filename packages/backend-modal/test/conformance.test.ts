@@ -4,7 +4,7 @@
 import Docker from 'dockerode';
 import { afterAll } from 'vitest';
 import { SESSION_ID } from '@berth/core';
-import { describeBackendConformance } from '@berth/conformance';
+import { describeBackendConformance, listenForTokens } from '@berth/conformance';
 import { createModalBackend } from '@berth/backend-modal';
 import { ModalSimulator } from './sim/index.js';
 
@@ -40,6 +40,13 @@ describeBackendConformance({
     basic: 'berth-test/busybox:latest',
     private: { ref: '127.0.0.1:5000/berth/private-busybox:latest', auth: { username: 'berth', password: 'berth-test-secret' } },
     missing: '127.0.0.1:5000/berth/does-not-exist:nope',
+  },
+  // The simulator runs public sandboxes on the engine's default bridge: its gateway is this machine.
+  reachableListener: async () => {
+    const bridge = (await docker.getNetwork('bridge').inspect()) as { IPAM?: { Config?: Array<{ Gateway?: string }> } };
+    const gateway = bridge.IPAM?.Config?.find((c) => c.Gateway)?.Gateway;
+    if (!gateway) throw new Error("the engine's bridge network has no gateway address");
+    return listenForTokens(gateway);
   },
   faults: {
     // The container killed under Modal, as a worker failure would.
