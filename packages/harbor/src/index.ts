@@ -1,8 +1,9 @@
-export type { HarborArtifact, HarborHealthcheck, HarborNetwork, HarborOutcome, HarborTask } from './task.js';
+export type { HarborArtifact, HarborCollectCommand, HarborHealthcheck, HarborNetwork, HarborOutcome, HarborTask } from './task.js';
 export { DEFAULT_BUILD_TIMEOUT_SEC, DEFAULT_VERIFIER_TIMEOUT_SEC } from './task.js';
 export { loadHarborTask, loadHarborTasks, type LoadOptions } from './load-task.js';
 export type { HostEnv } from './env-template.js';
 export type { ArtifactRecord } from './artifacts.js';
+export type { CollectRecord } from './verifier-collect.js';
 export { parseSizeToMb } from './size.js';
 export { LABEL_TASK, taskLabelValue } from './labels.js';
 export { buildSpec, resolvedEnvironment, type BuiltSpec, type ResolvedEnvironment, type SpecOverrides } from './spec.js';

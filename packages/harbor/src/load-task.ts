@@ -19,6 +19,7 @@ import {
   gpuTypesOf,
 } from './task-semantics.js';
 import { fieldError, parseTaskToml, type EnvironmentTable, type TaskToml } from './task-toml.js';
+import { collectCommandsOf } from './verifier-collect.js';
 
 const optional = <K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> => (value === undefined ? {} : ({ [key]: value } as Record<K, V>));
 
@@ -121,6 +122,7 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
   const separate = separateVerifier(configPath, toml) ? verifierTable(configPath, toml) : undefined;
   const network = phaseNetworks(configPath, toml, separate);
   const notes = acceptedNotes(root, toml);
+  const verifierCollect = collectCommandsOf(configPath, toml, notes);
 
   const env = toml.environment;
   const resources: HarborTask['resources'] = {};
@@ -195,6 +197,7 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
     ...(healthcheck ? { healthcheck } : {}),
     ...(verifierEnvironment ? { verifierEnvironment } : {}),
     artifacts: artifactsOf(configPath, toml, notes),
+    ...(verifierCollect.length > 0 ? { verifierCollect } : {}),
     agentConfig: { mcpServers: env.mcp_servers ?? [], ...(env.skills_dir !== undefined ? { skillsDir: env.skills_dir } : {}) },
     notes,
     testsDir,

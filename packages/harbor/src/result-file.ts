@@ -4,6 +4,7 @@ import { ConfigError, classifyFailure, redactSecrets, serializeError, type Class
 import type { ArtifactRecord } from './artifacts.js';
 import type { ResolvedEnvironment } from './spec.js';
 import type { StepTiming } from './steps.js';
+import type { CollectRecord } from './verifier-collect.js';
 import type { HarborOutcome } from './task.js';
 
 /** A failed attempt as written to result.json: what kind of failure, and the whole cause chain. */
@@ -29,6 +30,8 @@ export interface AttemptResultFile {
   environment?: ResolvedEnvironment;
   /** task.toml settings accepted without being applied, or not applied by this backend, and why. */
   notes?: string[];
+  /** Each `[[verifier.collect]]` command: how it ended (its output is in collect/<n>-stdout.txt, -stderr.txt). */
+  collect?: CollectRecord[];
   /** /logs/artifacts and the task's `artifacts`, copied into artifacts/ (best effort, each recorded). */
   artifacts?: ArtifactRecord[];
   outcome?: HarborOutcome;

@@ -1,7 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join, posix, sep } from 'node:path';
 import type { Backend, Environment, TrialContext } from '@berth/core';
-import type { ArtifactRecord } from './artifacts.js';
+import { heldByConvention, type ArtifactRecord } from './artifacts.js';
 import type { HostEnv } from './env-template.js';
 import { awaitHealthy, prepareSandbox } from './sandbox-setup.js';
 import { buildVerifierSpec, type SpecOverrides } from './spec.js';
@@ -47,8 +47,9 @@ export async function startVerifierSandbox(run: VerifierSandboxRun): Promise<Env
  * go back to /logs/artifacts.
  */
 async function restoreArtifacts(env: Environment, dir: string, artifacts: readonly ArtifactRecord[], signal: AbortSignal): Promise<void> {
-  const others = new Set(artifacts.filter((a) => a.destination !== 'artifacts').map((a) => a.destination.split(sep)[1]));
-  for (const artifact of artifacts) {
+  const own = artifacts.filter((a) => !heldByConvention(a));
+  const others = new Set(own.filter((a) => a.destination !== 'artifacts').map((a) => a.destination.split(sep)[1]));
+  for (const artifact of own) {
     if (artifact.status !== 'copied') continue;
     const local = join(dir, artifact.destination);
     if (artifact.destination === 'artifacts') {

@@ -80,16 +80,8 @@ export function refuseUnsupported(file: string, toml: TaskToml, hasCompose: stri
       'is a multi-container (docker compose) environment, which berth does not run: it runs one sandbox per trial on every backend. Fold the services into one image, or run this task with harbor itself',
     );
   }
-  const v = toml.verifier;
   if (toml.steps !== undefined && toml.steps.length > 0) {
     throw fieldError(file, '[[steps]]', 'makes a multi-step task, which berth does not run yet: each step would need its own agent and verifier phase');
-  }
-  if (v.collect !== undefined && v.collect.length > 0) {
-    throw fieldError(
-      file,
-      '[[verifier.collect]]',
-      'runs collection commands between the agent and the verifier, which berth does not run yet; remove them or run the task with harbor',
-    );
   }
   refuseEnvironment(file, 'environment', toml.environment);
   for (const [i, entry] of (toml.artifacts ?? []).entries()) {

@@ -96,6 +96,17 @@ const artifact = check<string | { source: string; destination?: string; exclude?
   'a path or a table { source, destination?, exclude?, service? }',
 );
 
+/** One `[[verifier.collect]]` entry (harbor's VerifierCollectConfig). */
+const collectEntryShape = {
+  command: text,
+  service: text.optional(),
+  timeout_sec: positive().optional(),
+  user: user.optional(),
+};
+const collectEntry = z.looseObject(collectEntryShape, {
+  error: (issue) => `must be a table { command, timeout_sec?, user?, service? }, got ${shown(issue.input)}`,
+});
+
 export const TaskTomlSchema = z.looseObject({
   schema_version: z.unknown().optional(),
   version: z.unknown().optional(),
@@ -114,7 +125,7 @@ export const TaskTomlSchema = z.looseObject({
     ...phaseNetwork,
     environment_mode: check<'shared' | 'separate'>((v) => v === 'shared' || v === 'separate', '"shared" or "separate"').optional(),
     environment: z.unknown().optional(),
-    collect: tables.optional(),
+    collect: z.array(collectEntry, { error: (issue) => `must be an array of tables ([[verifier.collect]]), got ${shown(issue.input)}` }).optional(),
   }),
   solution: section({ env: envTable.optional() }),
 });
@@ -144,6 +155,8 @@ const KNOWN: Record<string, readonly string[] | '*'> = {
   'environment.tpu': '*',
   agent: ['timeout_sec', 'user', 'network_mode', 'allowed_hosts'],
   verifier: ['timeout_sec', 'env', 'user', 'network_mode', 'allowed_hosts', 'environment_mode', 'environment', 'collect'],
+  // Each [[verifier.collect]] entry's fields (an array: its unknown keys are listed by collectCommandsOf).
+  'verifier.collect': Object.keys(collectEntryShape),
   'verifier.env': '*',
   'verifier.environment': Object.keys(environmentShape).concat(['allow_internet']),
   'verifier.environment.env': '*',
@@ -191,10 +204,10 @@ export function unknownFields(root: Record<string, unknown>): string[] {
   return out;
 }
 
-/** The field path as people write it: `environment.cpus`, or `[agent]` for a whole section. */
+/** The field path as people write it: `environment.cpus`, `verifier.collect[0].command`, or `[agent]` for a whole section. */
 function fieldPath(path: readonly PropertyKey[]): string {
   if (path.length === 1) return `[${String(path[0])}]`;
-  return path.map(String).join('.');
+  return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
 }
 
 export function fieldError(file: string, field: string, message: string, cause?: unknown): ConfigError {

@@ -19,6 +19,19 @@ export interface HarborArtifact {
 }
 
 /**
+ * One `[[verifier.collect]]` command: run in the agent's sandbox after the agent, before the
+ * artifacts are copied out (so it can write files for them), best effort.
+ */
+export interface HarborCollectCommand {
+  /** Run with bash where the image has it (as harbor), else sh. */
+  command: string;
+  /** `timeout_sec`, harbor's default 60. */
+  timeoutSec: number;
+  /** `user` (a name or uid); unset: the image's user. */
+  user?: string;
+}
+
+/**
  * A separate verifier's sandbox (`[verifier] environment_mode = "separate"`), made after the
  * agent's is removed; the agent's artifacts are copied into it at their paths.
  */
@@ -96,6 +109,8 @@ export interface HarborTask {
   verifierEnvironment?: HarborVerifierEnvironment;
   /** Top-level `artifacts`: downloaded after the verifier into the attempt's artifacts/ directory. */
   artifacts: HarborArtifact[];
+  /** `[[verifier.collect]]`, in order; absent when the task has none. */
+  verifierCollect?: HarborCollectCommand[];
   /** What the task offers an agent (`mcp_servers`, `skills_dir`): given to agent functions as is; the oracle uses neither. */
   agentConfig: { mcpServers: ReadonlyArray<Record<string, unknown>>; skillsDir?: string };
   /** environment/ of a task with a docker_image and no Dockerfile: harbor copies it into the workdir at start. */

@@ -11,6 +11,7 @@ import { buildSpec, resolvedEnvironment, type SpecOverrides } from './spec.js';
 import { StepTimer } from './steps.js';
 import type { HarborOutcome, HarborTask } from './task.js';
 import { runVerifier } from './verify.js';
+import { runCollectCommands } from './verifier-collect.js';
 
 export interface HarborHooks {
   /** Runs right after the sandbox started, before the agent: tests use it to inject faults. */
@@ -32,9 +33,10 @@ export interface HarborTrialOptions {
 /**
  * One attempt at a harbor task, for runTrials, as harbor runs it: start a sandbox (pulled or
  * built), prepare /logs, copy a prebuilt task's environment/, wait for its healthcheck, run the
- * agent on the agent's network, run the verifier on the verifier's, read the reward, collect
- * artifacts, tear down, and write <jobDir>/<taskId>/attempt-<n>/result.json whatever happened
- * (with the resolved environment and every note). Returns `{ reward, rewards? }` or throws:
+ * agent on the agent's network, run its `[[verifier.collect]]` commands, run the verifier on the
+ * verifier's network, read the reward, collect artifacts, tear down, and write
+ * <jobDir>/<taskId>/attempt-<n>/result.json whatever happened (with the resolved environment and
+ * every note). Returns `{ reward, rewards? }` or throws:
  * - a TaskFailure (RewardFileMissing, RewardFileEmpty, RewardFileInvalid, VerifierTimeout,
  *   AgentTimeout) when the sandbox worked and the task did not;
  * - berth's own error, unchanged, when the infrastructure failed (so runTrials can tell a lost
@@ -98,6 +100,8 @@ export function createHarborTrial(options: HarborTrialOptions): TrialFunction<Ha
       await setUpTaskSandbox(sandbox, task, signal, (name, work) => timer.run(name, work));
 
       await onNetwork(sandbox, task, task.network.agent, () => runAgent(agent, { env: sandbox, task, ctx, timer, outDir: join(dir, 'agent'), hostEnv }));
+      // harbor's [[verifier.collect]]: after the agent, back on the environment's network, before any artifact is copied out.
+      if (task.verifierCollect) record.collect = await runCollectCommands(sandbox, task, dir, timer, signal);
       const verify = { task, ctx, timer, outDir: join(dir, 'verifier'), hostEnv };
       if (task.verifierEnvironment) {
         // harbor's separate verifier: the agent's artifacts, then its sandbox is gone, then a new one.

@@ -17,7 +17,6 @@ const REFUSED: Record<string, [type: 'ConfigError' | 'CapabilityError', field: s
   '01-cookbook-computer-use-windows': ['ConfigError', 'environment/docker-compose.yaml'],
   '02-cookbook-multi-step': ['ConfigError', '[[steps]]'],
   '04-cookbook-multi-container': ['ConfigError', 'environment/docker-compose.yaml'],
-  '06-deepswe-collect-network-mode': ['ConfigError', '[[verifier.collect]]'],
   '09-tbenv-compose-yml': ['ConfigError', 'environment/docker-compose.yml'],
   '12-quesma-airgapped-compose': ['ConfigError', 'environment/docker-compose.yaml'],
   '13-openagora-lookalike-nonharbor': ['ConfigError', 'environment.docker_image'],
@@ -31,13 +30,7 @@ const REFUSED: Record<string, [type: 'ConfigError' | 'CapabilityError', field: s
 };
 
 /** Fields that do not change what runs: accepted as harbor accepts them. */
-const INERT = [
-  /^metadata(\.|$)/,
-  /^task(\.|$)/,
-  /^(version|schema_version|source|multi_step_reward_strategy)$/,
-  /^(verifier\.)?environment\.os$/,
-  /^verifier\.collect$/,
-];
+const INERT = [/^metadata(\.|$)/, /^task(\.|$)/, /^(version|schema_version|source|multi_step_reward_strategy)$/, /^(verifier\.)?environment\.os$/];
 
 const mode = (m: unknown) => (m === 'public' ? 'public' : 'none');
 
@@ -153,6 +146,12 @@ function applied(path: string, value: unknown, t: HarborTask, root: Record<strin
       return value === 'shared' ? t.verifierEnvironment === undefined : t.verifierEnvironment !== undefined;
     case 'artifacts':
       return t.artifacts.length === (value as unknown[]).length;
+    case 'verifier.collect': {
+      // [[verifier.collect]]: every entry, command and timeout as written (harbor's 60 s by default).
+      const entries = value as Array<{ command: string; timeout_sec?: number }>;
+      const got = t.verifierCollect ?? [];
+      return got.length === entries.length && entries.every((e, i) => got[i]!.command === e.command && got[i]!.timeoutSec === (e.timeout_sec ?? 60));
+    }
     default:
       return undefined;
   }
