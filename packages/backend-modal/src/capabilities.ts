@@ -14,16 +14,15 @@ export const CAPABILITIES: Capabilities = {
   mounts: [],
   // Through Modal's builder; COPY/ADD (the context upload) and multi-stage builds are refused at start.
   imageBuild: true,
-  execUser: false,
-  // Not yet: Modal's exec request can carry a pty_info, but berth's exec path (and the simulator) have none.
-  tty: false,
+  // Modal's exec has no user: the kit's launcher switches users inside the sandbox.
+  execUser: true,
+  // The exec request's pty_info (sized at the start; Modal has no resize for an exec).
+  tty: true,
   resourceLimits: { cpus: true, memory: true, storage: true },
 };
 
 export const HINTS = {
   networkSwitch: 'a sandbox keeps the network it was made with: run the whole task with one network',
-  execUser: "Modal's exec has no user: every command runs as the image's user",
-  tty: "berth's Modal exec path asks for no pseudo-terminal yet: use berth exec without a terminal, or the Docker backend",
   'mounts.bind': 'upload the files after start (env.uploadDir)',
   'mounts.image': 'bake the runtime into the image',
   imageAuth: "Modal's registry secrets hold a username and password, or AWS keys",

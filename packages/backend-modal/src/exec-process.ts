@@ -39,9 +39,13 @@ export class ModalProcess implements SandboxProcess {
   /** Set when an output stream could not be read to its end. */
   #cut = false;
 
-  constructor(router: TaskRouter, execId: string, withStdin: boolean) {
+  /** With a terminal, the end of the caller's input is not sent: a terminal has no end of input. */
+  readonly #tty: boolean;
+
+  constructor(router: TaskRouter, execId: string, withStdin: boolean, tty = false) {
     this.#router = router;
     this.#execId = execId;
+    this.#tty = tty;
     this.stdin = withStdin ? this.#stdinWriter() : undefined;
     this.exit = Promise.all([this.#pump('stdout', this.stdout), this.#pump('stderr', this.stderr)]).then(() => this.#waitExit());
   }
@@ -135,6 +139,7 @@ export class ModalProcess implements SandboxProcess {
         );
       },
       final: (done) => {
+        if (this.#tty) return done();
         send(new Uint8Array(), true).then(
           () => done(),
           (error: unknown) => done(error instanceof Error ? error : new Error(String(error))),
@@ -142,7 +147,7 @@ export class ModalProcess implements SandboxProcess {
       },
       // A stdin given up on still reaches its end, so that the command is not left waiting on it.
       destroy: (error, done) => {
-        send(new Uint8Array(), true).catch(() => undefined);
+        if (!this.#tty) send(new Uint8Array(), true).catch(() => undefined);
         done(error);
       },
     });

@@ -4,7 +4,6 @@ import {
   keepAliveCommand,
   probeImage,
   pullFailure,
-  refuseExecUser,
   throwIfAborted,
   type CreateContext,
   type ProcessRequest,
@@ -218,14 +217,17 @@ export class ModalSandbox implements SandboxTransport {
   }
 
   async spawn(request: ProcessRequest): Promise<SandboxProcess> {
-    // Modal's exec has no user: a sandbox runs every command as its image's user.
-    refuseExecUser(request.user, this.#ctx('exec'), "Modal's exec has no user");
+    // Modal's exec has no user: the kit's launcher switches users inside the sandbox.
     const router = this.#routerFor();
     const execId = randomUUID();
     const argv = argvBytes(request.argv) > ARGV_LIMIT ? await this.#argvScript(router, request.argv) : request.argv;
-    await router.start({ execId, argv, env: { ...request.env } });
-    const process = new ModalProcess(router, execId, request.stdin);
-    if (!request.stdin) await process.closeStdin().catch(() => undefined);
+    const tty = request.tty;
+    // The terminal type the caller gave the command, else the one Modal's SDKs send.
+    const pty = tty ? { ...tty, term: request.env.TERM ?? 'xterm-256color' } : undefined;
+    await router.start({ execId, argv, env: { ...request.env }, ...(pty ? { pty } : {}) });
+    const process = new ModalProcess(router, execId, request.stdin, tty !== undefined);
+    // Without stdin it is closed at once; a terminal's never is (it has no end of input).
+    if (!request.stdin && !tty) await process.closeStdin().catch(() => undefined);
     return process;
   }
 

@@ -50,7 +50,10 @@ describe('schema', () => {
   });
 
   it('treats types fields.json names but does not define as opaque', () => {
-    expect(index.message('TaskExecStartRequest').byName.get('pty_info')?.type).toStrictEqual({ kind: 'opaque', name: 'modal.client.PTYInfo' });
+    expect(index.message('Sandbox').byName.get('readiness_probe')?.type).toStrictEqual({ kind: 'opaque', name: 'Probe' });
+    // Defined since exec takes a terminal: a message, its enum nested.
+    expect(index.message('TaskExecStartRequest').byName.get('pty_info')?.type).toStrictEqual({ kind: 'message', name: 'PTYInfo' });
+    expect(index.message('PTYInfo').byName.get('pty_type')?.type).toMatchObject({ kind: 'enum', name: 'PTYInfo.PTYType' });
     expect(index.message('RPCStatus').byName.get('details')?.type).toStrictEqual({ kind: 'opaque', name: 'google.protobuf.Any' });
   });
 });

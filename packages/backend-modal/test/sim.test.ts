@@ -306,6 +306,40 @@ describe('exec through the router', () => {
     expect(wait.ms).toBeGreaterThanOrEqual(1900);
   });
 
+  it("pty_info as Modal's SDKs send it: a real terminal of that size, TERM from env_term, everything on stdout, typed input", async () => {
+    const { taskId, jwt } = await running();
+    // Go and JS: defaultSandboxPTYInfo(); Python: get_pty_info(shell=True, no_terminate_on_idle_stdin=True).
+    const sdkPty = {
+      enabled: true,
+      winsz_rows: 24,
+      winsz_cols: 80,
+      env_term: 'xterm-256color',
+      env_colorterm: 'truecolor',
+      pty_type: 'PTY_TYPE_SHELL',
+      no_terminate_on_idle_stdin: true,
+    };
+    const script = 'test -t 0 && test -t 1 && echo on-a-tty; echo to-err >&2; echo "$TERM $COLORTERM"; sleep 0.3; stty size';
+    const tty = await h.exec(taskId, jwt, ['sh', '-c', script], { pty_info: sdkPty });
+    expect(await h.waitExec(taskId, jwt, tty)).toEqual({ code: 0 });
+    // The terminal's line endings, stderr merged (the size may come a moment after the start).
+    expect((await h.read(taskId, jwt, tty)).data.toString()).toBe('on-a-tty\r\nto-err\r\nxterm-256color truecolor\r\n24 80\r\n');
+    expect((await h.read(taskId, jwt, tty, 0, 'STDERR')).data.toString()).toBe('');
+    // Another size; the request's own TERM wins over env_term; a typed line is read and echoed.
+    const sized = await h.exec(taskId, jwt, ['sh', '-c', 'sleep 0.3; stty size; echo "$TERM"; read line; echo "got $line"'], {
+      pty_info: { ...sdkPty, winsz_rows: 33, winsz_cols: 101 },
+      env: { TERM: 'vt100' },
+    });
+    expect((await h.router('TaskExecStdinWrite', { task_id: taskId, exec_id: sized, offset: 0, data: Buffer.from('typed\r') }, jwt)).code).toBe(0);
+    expect(await h.waitExec(taskId, jwt, sized)).toEqual({ code: 0 });
+    // The terminal echoes what is typed, whenever it comes; the rest in order.
+    const out = (await h.read(taskId, jwt, sized)).data.toString();
+    expect(out.replace('typed\r\n', '')).toBe('33 101\r\nvt100\r\ngot typed\r\n');
+    // Without pty_info: no terminal.
+    const plain = await h.exec(taskId, jwt, ['sh', '-c', 'test -t 1 || echo no-tty']);
+    expect(await h.waitExec(taskId, jwt, plain)).toEqual({ code: 0 });
+    expect((await h.read(taskId, jwt, plain)).data.toString()).toBe('no-tty\n');
+  });
+
   it('streams output while the process runs, in chunks of at most 1 MiB', async () => {
     const { taskId, jwt } = await running();
     const execId = await h.exec(taskId, jwt, ['sh', '-c', 'head -c 3000000 /dev/zero; sleep 0.5; echo end']);

@@ -17,6 +17,8 @@ export interface ExecStart {
   env: Record<string, string>;
   workdir?: string;
   timeoutSecs?: number;
+  /** A pseudo-terminal of this size: Modal's pty_info. Its output then all comes on stdout. */
+  pty?: { rows: number; cols: number; term: string };
 }
 
 /** How a process ended: an exit code or a signal number. */
@@ -67,6 +69,20 @@ export class TaskRouter {
       env: exec.env,
       ...(exec.workdir ? { workdir: exec.workdir } : {}),
       ...(exec.timeoutSecs ? { timeout_secs: exec.timeoutSecs } : {}),
+      // As Modal's SDKs ask for a pty (Go and JS: defaultSandboxPTYInfo; Python: get_pty_info).
+      ...(exec.pty
+        ? {
+            pty_info: {
+              enabled: true,
+              winsz_rows: exec.pty.rows,
+              winsz_cols: exec.pty.cols,
+              env_term: exec.pty.term,
+              env_colorterm: 'truecolor',
+              pty_type: 'PTY_TYPE_SHELL' as const,
+              no_terminate_on_idle_stdin: true,
+            },
+          }
+        : {}),
     };
     try {
       await this.#authorized((ctx) => this.#rpc.unary('TaskExecStart', 'TaskExecStartRequest', request, 'TaskExecStartResponse', ctx), signal);

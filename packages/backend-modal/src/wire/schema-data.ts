@@ -414,6 +414,27 @@ export const SCHEMA = {
     package: 'modal.task_command_router',
     fields: {},
   },
+  PTYInfo: {
+    package: 'modal.client',
+    fields: {
+      enabled: { number: 1, type: 'bool' },
+      winsz_rows: { number: 2, type: 'uint32' },
+      winsz_cols: { number: 3, type: 'uint32' },
+      env_term: { number: 4, type: 'string' },
+      env_colorterm: { number: 5, type: 'string' },
+      env_term_program: { number: 6, type: 'string' },
+      pty_type: { number: 7, type: 'PTYType' },
+      no_terminate_on_idle_stdin: { number: 8, type: 'bool' },
+    },
+  },
+  'PTYInfo.PTYType': {
+    package: 'modal.client',
+    enum: {
+      PTY_TYPE_UNSPECIFIED: 0,
+      PTY_TYPE_FUNCTION: 1,
+      PTY_TYPE_SHELL: 2,
+    },
+  },
   TaskExecStdoutConfig: {
     package: 'modal.task_command_router',
     enum: {

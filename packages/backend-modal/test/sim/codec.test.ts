@@ -46,8 +46,10 @@ describe('simulator codec', () => {
     expect(hex(codec.encode('ImageGetOrCreateRequest', { app_id: 'ap-1', namespace: 1, builder_version: '2025.06' }))).toBe(hex(sdk));
     expect(hex(codec.encode('ImageGetOrCreateRequest', { namespace: 0 }))).toBe(''); // an enum's zero is its default
     expect(codec.decode('ImageGetOrCreateRequest', unhex('40ffffffffffffffffff01'))).toStrictEqual({ namespace: -1 }); // int32, as enums are
-    // Sandbox.cloud_provider (field 6) is an enum, Sandbox.pty_info (field 15) a message; neither is defined.
-    expect(codec.decode('Sandbox', unhex('3002 7a020801'))).toStrictEqual({ cloud_provider: 2, pty_info: unhex('0801') });
+    // Sandbox.cloud_provider (field 6) is an enum, Sandbox.open_ports (field 20) a message; neither is defined.
+    expect(codec.decode('Sandbox', unhex('3002 a201020801'))).toStrictEqual({ cloud_provider: 2, open_ports: unhex('0801') });
+    // Sandbox.pty_info (field 15) is defined (exec takes a terminal): a message.
+    expect(codec.decode('Sandbox', unhex('7a020801'))).toStrictEqual({ pty_info: { enabled: true } });
     expect(() => codec.decode('Sandbox', unhex('3502000000'))).toThrow(/wire type 5 for CloudProvider, which fields\.json does not define/);
   });
 

@@ -1,6 +1,7 @@
 // One TaskExecStart: a `docker exec` on a hijacked connection (stdin out, multiplexed output back),
 // with stdout and stderr kept whole so readers can start at any absolute offset, stdin taken in
-// offset order, and the way the process ended.
+// offset order, and the way the process ended. With pty_info, a real pseudo-terminal: the engine's
+// TTY exec, sized as asked, its one raw stream on stdout (stderr stays empty, as Modal documents).
 import { readdir, readFile } from 'node:fs/promises';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
@@ -41,6 +42,8 @@ export interface ExecRequest {
   /** Where each stream goes: kept, discarded, or (stderr) merged into stdout. */
   stdout: 'pipe' | 'devnull';
   stderr: 'pipe' | 'devnull' | 'stdout';
+  /** pty_info: a terminal of this size. */
+  pty?: { rows: number; cols: number };
 }
 
 export class ExecProcess {
@@ -54,6 +57,7 @@ export class ExecProcess {
   #exec?: Docker.Exec;
   #writes: Promise<void> = Promise.resolve();
   #killed = false;
+  #tty = false;
   #poll?: NodeJS.Timeout;
 
   constructor(
@@ -68,15 +72,18 @@ export class ExecProcess {
       AttachStdin: true,
       AttachStdout: true,
       AttachStderr: true,
-      Tty: false,
+      Tty: req.pty !== undefined,
       Env: req.env,
       ...(req.workdir ? { WorkingDir: req.workdir } : {}),
     });
     this.#exec = exec;
-    const socket = (await exec.start({ hijack: true, stdin: true })) as Duplex;
+    const socket = (await exec.start({ hijack: true, stdin: true, ...(req.pty ? { Tty: true } : {}) })) as Duplex;
     this.#socket = socket;
+    this.#tty = req.pty !== undefined;
+    // The engine sizes an exec's terminal only once it runs.
+    if (req.pty) exec.resize({ h: req.pty.rows, w: req.pty.cols }).catch(() => undefined);
     if (req.stdout === 'devnull') this.stdout.ended = true;
-    if (req.stderr !== 'pipe') this.stderr.ended = true;
+    if (req.stderr !== 'pipe' || req.pty) this.stderr.ended = true;
     const target = (stream: number) =>
       stream === 2
         ? req.stderr === 'pipe'
@@ -89,6 +96,12 @@ export class ExecProcess {
           : undefined;
     let pending: Buffer = Buffer.alloc(0);
     socket.on('data', (chunk: Buffer) => {
+      // A terminal's output is one raw stream, not framed.
+      if (this.#tty) {
+        if (req.stdout === 'pipe') this.stdout.push(Buffer.from(chunk));
+        this.changes.notify();
+        return;
+      }
       // Docker's framing: 8-byte header (stream id, 3 zero bytes, big-endian length), payload.
       pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
       while (pending.length >= 8 && pending.length >= 8 + pending.readUInt32BE(4)) {
@@ -154,8 +167,9 @@ export class ExecProcess {
     }
     if (eof && !this.stdinClosed) {
       this.stdinClosed = true;
-      // Half-close: the process sees EOF while its output still flows back.
-      if (this.#socket && !this.#socket.destroyed) this.#socket.end();
+      // Half-close: the process sees EOF while its output still flows back. A terminal has no EOF
+      // (and the engine drops a TTY exec's whole connection on a half-close): nothing is done.
+      if (!this.#tty && this.#socket && !this.#socket.destroyed) this.#socket.end();
     }
   }
 

@@ -82,6 +82,7 @@ export function routerMethods(deps: RouterDeps): Map<string, Method> {
       stdout: req.stdout_config === 'TASK_EXEC_STDOUT_CONFIG_PIPE' ? 'pipe' : 'devnull',
       stderr: req.stderr_config === 'TASK_EXEC_STDERR_CONFIG_PIPE' ? 'pipe' : req.stderr_config === 'TASK_EXEC_STDERR_CONFIG_STDOUT' ? 'stdout' : 'devnull',
       ...(typeof req.workdir === 'string' && req.workdir ? { workdir: req.workdir } : {}),
+      ...ptyOf(req.pty_info as Msg | undefined, env),
     };
     const exec = new ExecProcess(id, key);
     const started = exec.start(record.container as NonNullable<SandboxRecord['container']>, spec).then(() => exec);
@@ -158,4 +159,20 @@ export function routerMethods(deps: RouterDeps): Map<string, Method> {
 async function resetAfterFlush(ctx: CallContext): Promise<void> {
   await new Promise((r) => setTimeout(r, 50));
   if (!ctx.stream.closed) ctx.stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+}
+
+/**
+ * pty_info as a terminal: its size (0 is none: 24x80), and its terminal type in TERM (and
+ * COLORTERM, TERM_PROGRAM) unless the request's env sets them. `enabled` is the deprecated switch
+ * the SDKs still send; a pty_info without it (or with pty_type FUNCTION) still asks for a pty.
+ */
+function ptyOf(info: Msg | undefined, env: string[]): Pick<ExecRequest, 'pty'> {
+  if (!info) return {};
+  const set = (name: string, value: unknown) => {
+    if (typeof value === 'string' && value && !env.some((e) => e.startsWith(`${name}=`))) env.push(`${name}=${value}`);
+  };
+  set('TERM', info.env_term);
+  set('COLORTERM', info.env_colorterm);
+  set('TERM_PROGRAM', info.env_term_program);
+  return { pty: { rows: Number(info.winsz_rows ?? 0) || 24, cols: Number(info.winsz_cols ?? 0) || 80 } };
 }
