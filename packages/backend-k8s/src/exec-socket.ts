@@ -6,8 +6,10 @@ import { CONTAINER } from './pod-manifest.js';
 import { StdinFramer, framedStdinPrologue } from './stdin-v4.js';
 
 // The exec subresource over a WebSocket: every frame starts with its channel (0 stdin, 1 stdout,
-// 2 stderr, 3 the final Status, 255 close a channel: v5 only). v5.channel.k8s.io lets berth close
-// stdin; v4 cannot, so on a v4-only server stdin is framed (stdin-v4.ts).
+// 2 stderr, 3 the final Status, 4 a terminal's size, 255 close a channel: v5 only). v5.channel.k8s.io
+// lets berth close stdin; v4 cannot, so on a v4-only server stdin is framed (stdin-v4.ts). With a
+// terminal (tty=true) everything the command writes comes on stdout, and stdin is typed bytes:
+// never framed, never closed (a terminal has no end of input).
 
 const V5 = 'v5.channel.k8s.io';
 const V4 = 'v4.channel.k8s.io';
@@ -16,6 +18,7 @@ const STDIN = 0;
 const STDOUT = 1;
 const STDERR = 2;
 const STATUS = 3;
+const RESIZE = 4;
 const CLOSE = 255;
 /** The API server takes frames up to this size; larger writes are split. */
 const MAX_FRAME = 1024 * 1024;
@@ -41,8 +44,9 @@ export class ExecUpgradeError extends Error {
   }
 }
 
-function execUrl(cluster: Cluster, pod: string, argv: readonly string[], stdin: boolean): string {
-  const query = new URLSearchParams({ container: CONTAINER, stdout: 'true', stderr: 'true', stdin: String(stdin) });
+function execUrl(cluster: Cluster, pod: string, argv: readonly string[], stdin: boolean, tty: boolean): string {
+  // A terminal merges stderr into stdout: kubectl asks for no stderr stream with one, and so does berth.
+  const query = new URLSearchParams({ container: CONTAINER, stdout: 'true', stderr: String(!tty), stdin: String(stdin), tty: String(tty) });
   for (const arg of argv) query.append('command', arg);
   const base = cluster.server.replace(/^http/, 'ws');
   return `${base}/api/v1/namespaces/${encodeURIComponent(cluster.namespace)}/pods/${encodeURIComponent(pod)}/exec?${query.toString()}`;
@@ -62,10 +66,10 @@ export function exitCodeOf(status: {
 }
 
 /** Open an exec connection; the server's choice of subprotocol is remembered for the cluster. */
-async function connect(cluster: Cluster, pod: string, argv: readonly string[], stdin: boolean, protocols: readonly string[]): Promise<WebSocket> {
+async function connect(cluster: Cluster, pod: string, argv: readonly string[], stdin: boolean, protocols: readonly string[], tty = false): Promise<WebSocket> {
   const options: WebSocket.ClientOptions = { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 };
   await cluster.kc.applyToHTTPSOptions(options);
-  const ws = new WebSocket(execUrl(cluster, pod, argv, stdin), [...protocols], options);
+  const ws = new WebSocket(execUrl(cluster, pod, argv, stdin, tty), [...protocols], options);
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
     ws.once('error', reject);
@@ -94,16 +98,21 @@ async function learnProtocol(cluster: Cluster, pod: string): Promise<void> {
 
 /** Start one process in the pod's container through the exec subresource. */
 export async function spawnExec(cluster: Cluster, pod: string, request: ProcessRequest): Promise<SandboxProcess> {
-  if (request.stdin && cluster.execProtocol === undefined) await learnProtocol(cluster, pod);
-  const framed = request.stdin && cluster.execProtocol === V4;
+  const tty = request.tty;
+  // A terminal's input is never closed, so neither framing nor draining applies to it.
+  const closable = request.stdin && !tty;
+  if (closable && cluster.execProtocol === undefined) await learnProtocol(cluster, pod);
+  const framed = closable && cluster.execProtocol === V4;
   const pairs = Object.entries(request.env).map(([k, v]) => `${k}=${v}`);
-  const argv = request.stdin
+  const argv = closable
     ? ['/bin/sh', '-c', framed ? framedStdinPrologue(EXPORTS) : STDIN_PROLOGUE, 'berth-exec', ...pairs, '--', ...request.argv]
     : pairs.length
       ? ['/bin/sh', '-c', ENV_PROLOGUE, 'berth-exec', ...pairs, '--', ...request.argv]
       : request.argv;
-  const ws = await connect(cluster, pod, argv, request.stdin, framed ? [V4] : PROTOCOLS);
+  const ws = await connect(cluster, pod, argv, request.stdin, framed ? [V4] : PROTOCOLS, tty !== undefined);
   const v5 = ws.protocol === V5;
+  // The size goes on the resize channel once the stream is up; the kit's argv waits for it.
+  if (tty) ws.send(Buffer.concat([Buffer.from([RESIZE]), Buffer.from(JSON.stringify({ Width: tty.cols, Height: tty.rows }))]));
   const framer = framed ? new StdinFramer() : undefined;
   // Traffic on a quiet connection, so that no idle timeout on the way cuts a silent command.
   const keepAlive = setInterval(() => ws.ping(), cluster.execKeepAliveMs);
@@ -171,12 +180,14 @@ export async function spawnExec(cluster: Cluster, pod: string, request: ProcessR
           next();
         },
         final(done) {
-          if (framer && ws.readyState === WebSocket.OPEN) ws.send(Buffer.concat([Buffer.from([STDIN]), Buffer.from(framer.end(), 'latin1')]), () => done());
+          if (tty) done();
+          else if (framer && ws.readyState === WebSocket.OPEN)
+            ws.send(Buffer.concat([Buffer.from([STDIN]), Buffer.from(framer.end(), 'latin1')]), () => done());
           else if (v5 && ws.readyState === WebSocket.OPEN) ws.send(Buffer.from([CLOSE, STDIN]), () => done());
           else done();
         },
         destroy(error, done) {
-          if (v5 && ws.readyState === WebSocket.OPEN) ws.send(Buffer.from([CLOSE, STDIN]));
+          if (v5 && !tty && ws.readyState === WebSocket.OPEN) ws.send(Buffer.from([CLOSE, STDIN]));
           done(error);
         },
       })
