@@ -26,6 +26,7 @@ command -v kubectl >/dev/null 2>&1 || need_pkgs+=(kubernetes-client)
 /usr/bin/python3 -c 'import kubernetes' >/dev/null 2>&1 || need_pkgs+=(python3-kubernetes) # Debian's python3, not one on PATH
 command -v iptables >/dev/null 2>&1 || need_pkgs+=(iptables)
 command -v conntrack >/dev/null 2>&1 || need_pkgs+=(conntrack)
+command -v ipset >/dev/null 2>&1 || need_pkgs+=(ipset) # kube-router's policy controller
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -49,6 +50,20 @@ if [ ! -x "$BIN" ]; then
 fi
 ln -sf "$BIN" "$KUBE_STATE/kube"
 KUBE=$KUBE_STATE/kube
+
+# The NetworkPolicy enforcer: kube-router's network-policy controller (router/go.mod; see README.md).
+ROUTER_VERSION=v2.1.0
+key=$(cat "$HERE/router/go.mod" "$HERE/router/go.sum" | sha256sum | cut -c1-16)
+ROUTER_BIN=$CACHE_DIR/kube-router-$ROUTER_VERSION-$key
+if [ ! -x "$ROUTER_BIN" ]; then
+  log "building kube-router $ROUTER_VERSION from its Go module (first time on this machine only)"
+  started=$(date +%s)
+  (cd "$HERE/router" && go build -trimpath -ldflags "-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$ROUTER_VERSION" \
+    -o "$ROUTER_BIN.tmp" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router)
+  mv "$ROUTER_BIN.tmp" "$ROUTER_BIN"
+  log "built in $(($(date +%s) - started)) s"
+fi
+ln -sf "$ROUTER_BIN" "$KUBE_STATE/kube-router"
 
 running() { [ -f "$KUBE_STATE/$1.pid" ] && kill -0 "$(cat "$KUBE_STATE/$1.pid")" 2>/dev/null; }
 start() { # name, then the command
@@ -199,6 +214,13 @@ start kubelet "$KUBE" kubelet --config "$KUBE_STATE/kubelet/config.yaml" --kubec
   --hostname-override "$NODE" --node-ip "$NODE_IP" --root-dir "$KUBE_STATE/kubelet/root"
 node_ready() { kubectl --kubeconfig "$KUBE_STATE/admin.kubeconfig" get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -q True; }
 wait_for "node $NODE Ready" 120 node_ready
+
+# NetworkPolicy, enforced on the host with iptables and ipsets: the policy controller only (no
+# routing, no service proxy, no CNI: the bridge above stays), health and metrics off (no ports).
+start kube-router "$KUBE_STATE/kube-router" --run-firewall --run-router=false --run-service-proxy=false --enable-cni=false \
+  --hostname-override "$NODE" --kubeconfig "$KUBE_STATE/admin.kubeconfig" --service-cluster-ip-range 10.0.0.0/24 \
+  --health-port 0 --metrics-port 0
+wait_for "kube-router's policy chains" 60 iptables -w -n -L KUBE-ROUTER-INPUT
 
 # --- the tests' namespace and identity: a service account bound only to berth's Role ----------
 K=(kubectl --kubeconfig "$KUBE_STATE/admin.kubeconfig")

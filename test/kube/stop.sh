@@ -13,6 +13,9 @@ stop_pid() {
   rm -f "$pidfile"
 }
 stop_pid kubelet
+# The policy controller, then its iptables chains and ipsets (kube-router removes its own).
+stop_pid kube-router
+[ -x "$KUBE_STATE/kube-router" ] && "$KUBE_STATE/kube-router" --cleanup-config >/dev/null 2>&1
 # Every pod's containers, through containerd (their shims outlive containerd otherwise).
 CTR=(ctr --address /run/berth-containerd/containerd.sock -n k8s.io)
 if [ -S /run/berth-containerd/containerd.sock ]; then

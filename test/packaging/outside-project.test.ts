@@ -297,7 +297,7 @@ describe('the packed packages, installed in a project outside the repository', (
 
   it('the Kubernetes backend ships the RBAC manifests its README and preflight point at', async () => {
     const k8s = workspaces.find((w) => w.manifest.name === '@berth/backend-k8s')!;
-    for (const file of ['deploy/role.yaml', 'deploy/node-reader.yaml', 'deploy/deny-egress.yaml']) {
+    for (const file of ['deploy/role.yaml', 'deploy/node-reader.yaml']) {
       expect.soft(k8s.files.has(file), `@berth/backend-k8s ships ${file}`).toBe(true);
       expect.soft(existsSync(join(project, 'node_modules/@berth/backend-k8s', file)), `${file} is installed`).toBe(true);
     }

@@ -13,12 +13,13 @@ import {
 import { BACKEND, Cluster, type K8sTarget } from './cluster.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
 import type { K8sBackendOptions } from './options.js';
-import { checkApi, checkImage, checkNodes, checkRbac } from './preflight.js';
+import { checkApi, checkImage, checkNetworkPolicy, checkNodes, checkRbac } from './preflight.js';
 import { podManifest } from './pod-manifest.js';
 import { LABEL_PULL_SECRET, PullSecrets } from './pull-secrets.js';
 import { K8sSandbox } from './sandbox.js';
 import { podImages } from './pod-images.js';
-import { CAPABILITIES, HINTS, RENAMED } from './capabilities.js';
+import { CAPABILITIES, HINTS, RENAMED, networkCapabilities } from './capabilities.js';
+import { PodNetwork } from './pod-network.js';
 
 /** The Kubernetes backend; `resolveTarget()` gives `target` in parts (server, namespace, and why that namespace). */
 export type K8sBackend = DefinedBackend<{ resolveTarget(): K8sTarget }>;
@@ -30,6 +31,7 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
   let client: Cluster | undefined;
   const cluster = () => (client ??= new Cluster(options));
   let pullSecrets: PullSecrets | undefined;
+  const network = new PodNetwork(cluster, options);
   const removals = new CreationLimiter(options.removal ?? { maxConcurrent: 16, perSecond: 50 });
   const images = (spec: EnvironmentSpec) => {
     const image = spec.image;
@@ -58,6 +60,19 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
       options,
     });
     checks.push(await checkNodes(cluster(), manifest));
+    if (input && (input.network === 'none' || input.networkSwitch)) {
+      if (isBuiltImage(input.image) && network.verdict === undefined)
+        checks.push({
+          name: 'network-policy',
+          status: 'warn',
+          message: 'whether the cluster enforces NetworkPolicy is proved by the first pod, after the build',
+        });
+      // A pod of the spec's image (no mounts) on network 'none': its start proves enforcement, or is refused.
+      else
+        checks.push(
+          await checkNetworkPolicy(network, () => self.start({ ...input, network: 'none', networkSwitch: false, mounts: [] }).then((env) => env.teardown())),
+        );
+    }
     return checks;
   };
 
@@ -94,17 +109,17 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
     }
   };
 
-  return defineBackend(
+  const self: K8sBackend = defineBackend(
     {
       name: BACKEND,
       // Builds need somewhere the cluster can pull from: claimed only with a builder.
-      capabilities: { ...CAPABILITIES, imageBuild: options.builder !== undefined },
+      capabilities: { ...CAPABILITIES, imageBuild: options.builder !== undefined, ...networkCapabilities(options) },
       hints: HINTS,
       options,
       defaultCreation: { maxConcurrent: 16, perSecond: 20 },
       transfers: 'exec',
       target: () => `${cluster().server} namespace ${cluster().namespace}`,
-      transport: (id, spec) => new K8sSandbox({ cluster: cluster(), options, removals }, id, spec, images(spec)),
+      transport: (id, spec) => new K8sSandbox({ cluster: cluster(), options, removals, network }, id, spec, images(spec)),
       async checkApi() {
         let c: Cluster;
         try {
@@ -126,4 +141,5 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
     },
     { resolveTarget: (): K8sTarget => cluster().target() },
   );
+  return self;
 }

@@ -1,4 +1,5 @@
 import type { Capabilities } from '@berth/core';
+import type { K8sBackendOptions } from './options.js';
 
 // What this backend claims, what it says where it does not (CapabilityErrors and the README's
 // generated table), and the option names it renamed.
@@ -7,27 +8,33 @@ export const CAPABILITIES: Capabilities = {
   gpus: true,
   // Node affinity on options.gpuTypeLabel (default nvidia.com/gpu.product), any of the types.
   gpuTypes: true,
-  // 'none' needs a cluster that enforces NetworkPolicy (see the README): not claimed by default.
-  networkModes: ['public'],
-  networkSwitch: false,
+  // 'none' and switching: a deny-all NetworkPolicy on the pod's label, checked from inside; a
+  // cluster that does not enforce it is found out before any command runs (see the README).
+  networkModes: ['public', 'none'],
+  networkSwitch: true,
   imageAuth: ['basic', 'identityToken', 'secretName', 'dockerConfig', 'aws'],
   mounts: ['image', 'bind'],
   imageBuild: false,
-  // The exec subresource has no user: every command runs as the container's user.
-  execUser: false,
-  // Not yet: the exec subresource can do it (tty=true, and sizes on its resize channel, 4), but the
-  // exec socket here speaks only the stdin/stdout/stderr/error channels.
-  tty: false,
+  // The exec subresource has no user: the kit's launcher switches users inside the pod.
+  execUser: true,
+  // The exec subresource's tty=true, sized on its resize channel (4).
+  tty: true,
   resourceLimits: { cpus: true, memory: true, storage: true },
 };
 
 export const HINTS = {
-  network: "run the task with network 'public', or enforce NetworkPolicy in the cluster (see @berth/backend-k8s's README)",
-  networkSwitch: 'a pod keeps its network: run the whole task with one network',
-  execUser: "the exec subresource has no user: every command runs as the container's user",
-  tty: 'the exec socket speaks only the stdin, stdout, stderr and error channels: use berth exec without a terminal, or the Docker backend',
+  network:
+    "options.networkPolicy.enforced is false: run the task with network 'public', or enforce NetworkPolicy in the cluster and drop that option (see @berth/backend-k8s's README)",
+  networkSwitch: "options.networkPolicy.enforced is false: run the whole task with network 'public'",
   imageBuild:
     'pass options.builder (createRegistryImageBuilder from @berth/backend-docker builds with the local engine and pushes to a registry the cluster pulls from), or build and push the image and pass its reference',
 };
+
+/** With options.networkPolicy.enforced false (a cluster said not to enforce NetworkPolicy), only 'public'. */
+export function networkCapabilities(options: K8sBackendOptions): Pick<Capabilities, 'networkModes' | 'networkSwitch'> {
+  return options.networkPolicy?.enforced === false
+    ? { networkModes: ['public'], networkSwitch: false }
+    : { networkModes: CAPABILITIES.networkModes, networkSwitch: CAPABILITIES.networkSwitch };
+}
 
 export const RENAMED = { preflightRegistries: 'probeRegistries (the same option on every backend)' };

@@ -14,6 +14,24 @@ export type KubeconfigSource =
       inCluster?: boolean;
     };
 
+/** Network 'none' and switching (a deny-all NetworkPolicy the cluster must enforce; see the README). */
+export interface NetworkPolicyOptions {
+  /**
+   * Does the cluster enforce NetworkPolicy? Default: found out once per backend instance, by the
+   * first pod that needs it (cut off under the deny-all policy, then reaching the probe address
+   * without it, before any command of the task runs). true: trusted, not proved. false: network
+   * 'none' and switching are refused at environment().
+   */
+  enforced?: boolean;
+  /**
+   * An address every public pod reaches, for the checks from inside the pod. Default: the API
+   * server's service (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT in the pod).
+   */
+  probe?: { host: string; port: number };
+  /** How long a network change may take to hold inside the pod, in ms. Default 30 s. */
+  waitMs?: number;
+}
+
 /**
  * The common options (mirrors; creation, default 16 at once and 20 per second; labels and
  * namePrefix on pods; dockerConfigEnv), pullPolicy, probeRegistries, and the cluster's own.
@@ -53,6 +71,7 @@ export interface K8sBackendOptions extends CommonBackendOptions, PullCredentialS
    * cut after 60–350 s). Default 30 s.
    */
   execKeepAliveMs?: number;
+  networkPolicy?: NetworkPolicyOptions;
   /**
    * Builds `image: { build }` specs somewhere the cluster can pull from (a cluster cannot build from
    * a local directory), e.g. `createRegistryImageBuilder` from @berth/backend-docker. Without it,

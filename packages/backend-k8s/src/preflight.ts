@@ -5,18 +5,23 @@ import { BACKEND, type Cluster, type K8sTarget } from './cluster.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
 import { nodeMisfits } from './node-fit.js';
 import type { K8sBackendOptions } from './options.js';
+import type { PodNetwork } from './pod-network.js';
 
 /** What berth does in its namespace (deploy/role.yaml); each is asked with a SelfSubjectAccessReview. */
-const NEEDED: ReadonlyArray<[verb: string, resource: string, subresource?: string]> = [
+const NEEDED: ReadonlyArray<[verb: string, resource: string, subresource?: string, group?: string]> = [
   ['create', 'pods'],
   ['get', 'pods'],
   ['list', 'pods'],
   ['watch', 'pods'],
   ['delete', 'pods'],
+  ['patch', 'pods'],
   ['create', 'pods', 'exec'],
   ['list', 'events'],
   ['create', 'secrets'],
   ['delete', 'secrets'],
+  // Network 'none' and switching: the namespace's deny-all policy.
+  ['get', 'networkpolicies', undefined, 'networking.k8s.io'],
+  ['create', 'networkpolicies', undefined, 'networking.k8s.io'],
 ];
 
 /** Why this namespace: a context that names none gets 'default', said, not silently. */
@@ -44,9 +49,11 @@ export async function checkApi(cluster: Cluster): Promise<PreflightCheck> {
 export async function checkRbac(cluster: Cluster): Promise<PreflightCheck> {
   const authz = cluster.kc.makeApiClient(AuthorizationV1Api);
   const denied: string[] = [];
-  for (const [verb, resource, subresource] of NEEDED) {
+  for (const [verb, resource, subresource, group] of NEEDED) {
     const review = await authz.createSelfSubjectAccessReview({
-      body: { spec: { resourceAttributes: { namespace: cluster.namespace, verb, resource, ...(subresource ? { subresource } : {}) } } },
+      body: {
+        spec: { resourceAttributes: { namespace: cluster.namespace, verb, resource, ...(subresource ? { subresource } : {}), ...(group ? { group } : {}) } },
+      },
     });
     if (!review.status?.allowed) denied.push(`${verb} ${resource}${subresource ? `/${subresource}` : ''}`);
   }
@@ -149,5 +156,36 @@ export async function checkNodes(cluster: Cluster, pod: V1Pod): Promise<Prefligh
     name: 'nodes',
     status: 'fail',
     message: `no node can schedule the pod, so it would stay Pending until startupMs runs out: ${why || 'the cluster has no nodes'} (tolerate the taint with options.tolerations, free the node, or change the resources; an autoscaling cluster may add a node later)`,
+  };
+}
+
+/**
+ * Does the cluster enforce NetworkPolicy (for a spec asking for network 'none' or switching)? As
+ * declared in options.networkPolicy.enforced, as this backend already proved, or proved now by
+ * `probePod`: a pod of the spec's image started on 'none', which proves it on its way up (see
+ * PodNetwork) and is removed.
+ */
+export async function checkNetworkPolicy(network: PodNetwork, probePod: () => Promise<void>): Promise<PreflightCheck> {
+  const name = 'network-policy';
+  if (network.verdict === true)
+    return {
+      name,
+      status: 'ok',
+      message: network.declared
+        ? "options.networkPolicy.enforced says the cluster enforces NetworkPolicy (not probed): network 'none' relies on it"
+        : "the cluster enforces NetworkPolicy (proved by an earlier pod of this backend): network 'none' holds",
+    };
+  if (network.verdict === false)
+    return { name, status: 'fail', message: "the cluster does not enforce NetworkPolicy, so network 'none' and switching are refused" };
+  const started = Date.now();
+  try {
+    await probePod();
+  } catch (error) {
+    return preflightFailure(name, error);
+  }
+  return {
+    name,
+    status: 'ok',
+    message: `the cluster enforces NetworkPolicy: a probe pod under berth's deny-all policy was cut off, reached the probe address without it, and was cut off again (${Date.now() - started} ms, pod start included)`,
   };
 }

@@ -1,7 +1,6 @@
 import { ConfigError, SandboxLostError, describeImage, isBuiltImage, type EnvironmentSpec, type ImageAuth, type Operation } from '@berth/core';
 import {
   pullFailure,
-  refuseExecUser,
   type CreationLimiter,
   throwIfAborted,
   type CreateContext,
@@ -15,6 +14,7 @@ import { spawnExec } from './exec-socket.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
 import type { K8sBackendOptions } from './options.js';
 import { podManifest } from './pod-manifest.js';
+import type { PodNetwork } from './pod-network.js';
 import { acquirePullSecrets, manifestMounts, withMain, type PodImages } from './pod-images.js';
 import { podEvents, podReport } from './pod-report.js';
 import { watchPod } from './pod-watch.js';
@@ -28,6 +28,8 @@ export interface PodShared {
   options: K8sBackendOptions;
   /** Bounds pod deletions, apart from creations: a storm of teardowns must not starve starts. */
   removals: CreationLimiter;
+  /** Network 'none' and switching: the deny-all policy, and whether the cluster enforces it. */
+  network: PodNetwork;
 }
 
 /** One pod, as the kit's transport. Named after the environment id, so it can be found before create returns. */
@@ -44,6 +46,7 @@ export class K8sSandbox implements SandboxTransport {
   #hadCredentials = false;
 
   readonly #removals: CreationLimiter;
+  readonly #network: PodNetwork;
   /** restartPolicy may be patched, a pod replaced by name: failed commands are checked against the pod started. */
   readonly replaceable = true;
 
@@ -51,6 +54,7 @@ export class K8sSandbox implements SandboxTransport {
     this.#cluster = shared.cluster;
     this.#options = shared.options;
     this.#removals = shared.removals;
+    this.#network = shared.network;
     this.#id = id;
     this.#spec = spec;
     this.#images = images;
@@ -70,6 +74,7 @@ export class K8sSandbox implements SandboxTransport {
     const pullSecrets = [...this.#images.pullSecrets, ...this.#secrets];
     this.#hadCredentials = pullSecrets.length > 0;
     throwIfAborted(ctx.signal, this.#ctx('start'));
+    if (this.#needsPolicy) await this.#networkCall('start', () => this.#network.prepare(this.#id, ctx.signal));
     const policy = this.#options.pullPolicy ?? 'if-missing';
     const body = podManifest({
       name: this.#id,
@@ -100,6 +105,32 @@ export class K8sSandbox implements SandboxTransport {
       throw mapApiError(error, this.#ctx('start')) ?? error;
     }
     await this.#waitRunning(ctx);
+    if (this.#needsPolicy) {
+      ctx.progress({ status: `checking from inside that network '${this.#spec.network}' holds` });
+      await this.#networkCall('start', () => this.#network.settle(this.#id, this.#spec.network, this.#id));
+    }
+  }
+
+  /** Network 'none', or a switch later: the pod relies on the namespace's deny-all NetworkPolicy. */
+  get #needsPolicy(): boolean {
+    return this.#spec.network === 'none' || this.#spec.networkSwitch;
+  }
+
+  /** Relabels the pod; returns once the new state holds inside it (see PodNetwork). */
+  async setNetwork(mode: 'public' | 'none'): Promise<void> {
+    await this.#networkCall('network', async () => {
+      await this.#network.label(this.#id, mode);
+      await this.#network.settle(this.#id, mode, this.#id);
+    });
+  }
+
+  /** API failures of the network calls in berth's taxonomy; berth's own errors pass through. */
+  async #networkCall(operation: Operation, call: () => Promise<void>): Promise<void> {
+    try {
+      await call();
+    } catch (error) {
+      throw mapApiError(error, this.#ctx(operation), { podGone: operation === 'network' }) ?? error;
+    }
   }
 
   /** `image: { build }`: the builder builds and pushes it; the pod then pulls it like any image. */
@@ -210,8 +241,7 @@ export class K8sSandbox implements SandboxTransport {
   }
 
   async spawn(request: ProcessRequest): Promise<SandboxProcess> {
-    // The exec subresource has no user: a pod runs every command as its container's user.
-    refuseExecUser(request.user, this.#ctx('exec'), 'the Kubernetes exec API has no user; run the image as that user instead');
+    // The exec subresource has no user: the kit's launcher switches users inside the pod.
     return spawnExec(this.#cluster, this.#id, request);
   }
 

@@ -5,12 +5,18 @@ import Docker from 'dockerode';
 import { SESSION_ID } from '@berth/core';
 import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import { createRegistryImageBuilder } from '@berth/backend-docker';
-import { describeBackendConformance } from '@berth/conformance';
+import { afterAll } from 'vitest';
+import { describeBackendConformance, listenForTokens } from '@berth/conformance';
 import { createK8sBackend } from '@berth/backend-k8s';
-import { BERTH_KUBECONFIG, NAMESPACE, adminApi, ctr, TOLERATE_FAULT } from './support/cluster.js';
+import { BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS, adminApi, ctr, TOLERATE_FAULT } from './support/cluster.js';
 
 // Builds: the local Docker engine builds, pushes to the test registry, and the node pulls from there.
 const builder = createRegistryImageBuilder({ repository: '127.0.0.1:5000/berth/builds', auth: { username: 'berth', password: 'berth-test-secret' } });
+
+// What the backend's in-pod network checks connect to: the test cluster has no kube-proxy, so pods
+// cannot reach the API server's service (the default); they reach this machine on their bridge.
+const probe = await listenForTokens(POD_BRIDGE_ADDRESS);
+afterAll(() => probe.close());
 
 describeBackendConformance({
   name: 'k8s',
@@ -22,7 +28,10 @@ describeBackendConformance({
       tolerations: TOLERATE_FAULT,
       probeRegistries: ['127.0.0.1:5000'],
       builder,
+      networkPolicy: { probe: { host: probe.host, port: probe.port } },
     }),
+  // Network cases: public pods reach this machine on their bridge; kube-router enforces 'none'.
+  reachableListener: () => listenForTokens(POD_BRIDGE_ADDRESS),
   images: {
     basic: 'berth-test/busybox:latest',
     // Credentials in the spec: the backend makes the pull secret itself (see pull-secrets.test.ts for secretName).

@@ -8,6 +8,12 @@ export const ADMIN_KUBECONFIG = `${KUBE_STATE}/admin.kubeconfig`;
 /** What the backend runs as in the tests: a service account bound only to berth's Role, in NAMESPACE. */
 export const BERTH_KUBECONFIG = `${KUBE_STATE}/berth.kubeconfig`;
 export const NAMESPACE = 'berth-test';
+/**
+ * This machine's address on the pods' host-only bridge (test/kube/setup.sh's CNI gateway): public
+ * pods reach a listener here, and kube-router cuts off pods under berth's deny-all policy. (Not a
+ * port in 30000-32767: kube-router lets pods reach node ports on the node whatever the policy.)
+ */
+export const POD_BRIDGE_ADDRESS = '10.244.0.1';
 const CTR = ['--address', '/run/berth-containerd/containerd.sock', '-n', 'k8s.io'];
 
 export const run = promisify(execFile);

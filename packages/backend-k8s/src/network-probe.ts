@@ -1,0 +1,57 @@
+import type { Cluster } from './cluster.js';
+import { spawnExec } from './exec-socket.js';
+
+/**
+ * Tries one TCP connect from inside the pod, with the first tool the image has (python3, bash's
+ * /dev/tcp, nc, perl): exit 0 connected, 1 not, 3 no tool, 4 no address (an empty host means the
+ * API server's service from the pod's environment). Read-only: it sends no payload.
+ */
+const PROBE_SCRIPT = `h=$1 p=$2 w=$3
+[ -n "$h" ] || { h=$KUBERNETES_SERVICE_HOST; p=$KUBERNETES_SERVICE_PORT; }
+[ -n "$h" ] && [ -n "$p" ] || exit 4
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c 'import socket,sys
+try: socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=float(sys.argv[3])).close()
+except OSError: sys.exit(1)' "$h" "$p" "$w" && exit 0 || exit 1
+fi
+t=; command -v timeout >/dev/null 2>&1 && t="timeout $((w + 1))"
+if command -v bash >/dev/null 2>&1 && [ -n "$t" ]; then
+  $t bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$h" "$p" 2>/dev/null && exit 0 || exit 1
+fi
+if command -v nc >/dev/null 2>&1; then
+  if nc -h 2>&1 | grep -q -- ' -z'; then $t nc -z -w "$w" "$h" "$p" >/dev/null 2>&1 && exit 0 || exit 1; fi
+  $t nc -w "$w" "$h" "$p" </dev/null >/dev/null 2>&1 && exit 0 || exit 1
+fi
+if command -v perl >/dev/null 2>&1; then
+  $t perl -MIO::Socket::INET -e 'exit(IO::Socket::INET->new(PeerAddr => $ARGV[0], PeerPort => $ARGV[1], Timeout => $ARGV[2]) ? 0 : 1)' "$h" "$p" "$w" && exit 0 || exit 1
+fi
+exit 3`;
+
+/** What one probe found. */
+export type ProbeResult = 'reached' | 'blocked' | 'no-tool' | 'no-address';
+
+const CONNECT_SECONDS = 2;
+/** The exec itself, connect timeout included, gets this long before it counts as not reached. */
+const EXEC_LIMIT_MS = 15_000;
+
+/** One connect from inside the pod to `target` (default: the API server's service). */
+export async function probeFromPod(cluster: Cluster, pod: string, target: { host: string; port: number } | undefined): Promise<ProbeResult> {
+  const proc = await spawnExec(cluster, pod, {
+    argv: ['/bin/sh', '-c', PROBE_SCRIPT, 'berth-network-probe', target?.host ?? '', String(target?.port ?? ''), String(CONNECT_SECONDS)],
+    env: {},
+    stdin: false,
+  });
+  proc.stdout.resume();
+  proc.stderr.resume();
+  const timer = setTimeout(() => proc.abandon(), EXEC_LIMIT_MS);
+  try {
+    const { code } = await proc.exit;
+    if (code === null) throw new Error('the network probe ended without an exit status (the exec connection was cut)');
+    if (code === 0) return 'reached';
+    if (code === 3) return 'no-tool';
+    if (code === 4) return 'no-address';
+    return 'blocked';
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,175 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { BackendUnavailableError, CapabilityError, ConfigError, type NetworkMode } from '@berth/core';
+import { BACKEND, type Cluster } from './cluster.js';
+import { idempotent } from './k8s-errors.js';
+import { NETWORK_POLICY, ensureNetworkPolicy } from './network-policy.js';
+import { probeFromPod, type ProbeResult } from './network-probe.js';
+import type { K8sBackendOptions } from './options.js';
+import { LABEL_NETWORK } from './pod-manifest.js';
+
+const DEFAULT_WAIT_MS = 30_000;
+const POLL_MS = 200;
+
+/**
+ * Network 'none' on Kubernetes, for one backend instance: the namespace's deny-all policy, whether
+ * the cluster enforces it (declared in options.networkPolicy.enforced, or proved once by the first
+ * pod that needs it), and the label switch that returns only once the new state holds in the pod.
+ */
+export class PodNetwork {
+  readonly #cluster: () => Cluster;
+  readonly #options: K8sBackendOptions;
+  #policy: Promise<void> | undefined;
+  /** true/false once known; a promise while a pod proves it. */
+  #enforced: boolean | Promise<boolean> | undefined;
+
+  constructor(cluster: () => Cluster, options: K8sBackendOptions) {
+    this.#cluster = cluster;
+    this.#options = options;
+    this.#enforced = options.networkPolicy?.enforced;
+  }
+
+  /** true or false once declared or proved; undefined while unknown (or being proved). */
+  get verdict(): boolean | undefined {
+    return typeof this.#enforced === 'boolean' ? this.#enforced : undefined;
+  }
+
+  get declared(): boolean {
+    return this.#options.networkPolicy?.enforced !== undefined;
+  }
+
+  get #target() {
+    return this.#options.networkPolicy?.probe;
+  }
+
+  get #waitMs() {
+    return this.#options.networkPolicy?.waitMs ?? DEFAULT_WAIT_MS;
+  }
+
+  #describeTarget(): string {
+    const t = this.#target;
+    return t ? `${t.host}:${t.port} (options.networkPolicy.probe)` : "the API server's service (KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT)";
+  }
+
+  /** Before a pod that needs the policy is made: refused if the cluster is known not to enforce it; the policy made if absent. */
+  async prepare(environmentId: string, signal?: AbortSignal): Promise<void> {
+    if (this.#enforced === false) throw this.#notEnforced(environmentId);
+    this.#policy ??= ensureNetworkPolicy(this.#cluster(), this.#options.labels ?? {}, signal).catch((error: unknown) => {
+      this.#policy = undefined;
+      throw error;
+    });
+    await this.#policy;
+  }
+
+  /** Sets the pod's network label (a JSON merge patch of that one label). */
+  async label(pod: string, mode: NetworkMode): Promise<void> {
+    const { core, namespace } = this.#cluster();
+    await idempotent(() =>
+      core.patchNamespacedPod(
+        { name: pod, namespace, body: { metadata: { labels: { [LABEL_NETWORK]: mode } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+    );
+  }
+
+  /**
+   * Returns once `mode` holds inside the pod (its label already set). The first pod of a backend
+   * whose enforcement is unknown proves it on the way: cut off on 'none', reaching the probe address
+   * on 'public', back where it started, before any command of the task runs.
+   */
+  async settle(pod: string, mode: NetworkMode, environmentId: string): Promise<void> {
+    if (this.#enforced === undefined) {
+      const proof = this.#prove(pod, mode, environmentId);
+      this.#enforced = proof;
+      try {
+        this.#enforced = await proof;
+      } catch (error) {
+        // Not a verdict (the probe address unreachable, the pod gone): the next pod tries again.
+        this.#enforced = undefined;
+        throw error;
+      }
+      if (!this.#enforced) throw this.#notEnforced(environmentId);
+      return;
+    }
+    // A proof under way elsewhere that ends without a verdict leaves this pod's own check to decide.
+    const verdict = await Promise.resolve(this.#enforced).catch(() => undefined);
+    if (verdict === false) throw this.#notEnforced(environmentId);
+    if (!(await this.#await(pod, mode === 'none' ? 'blocked' : 'reached', environmentId))) throw this.#didNotHold(mode, environmentId);
+  }
+
+  /** Enforced? Decided on this pod, which ends on the label it started with. */
+  async #prove(pod: string, mode: NetworkMode, environmentId: string): Promise<boolean> {
+    const other: NetworkMode = mode === 'none' ? 'public' : 'none';
+    const states = mode === 'none' ? (['blocked', 'reached'] as const) : (['reached', 'blocked'] as const);
+    for (const [i, want] of [...states, states[0]].entries()) {
+      if (i > 0) await this.label(pod, i === 1 ? other : mode);
+      if (await this.#await(pod, want, environmentId)) continue;
+      if (want === 'reached') {
+        if (i === 1) await this.label(pod, mode); // back to 'none' before giving up
+        throw new ConfigError({
+          operation: 'start',
+          backend: BACKEND,
+          environmentId,
+          path: 'options.networkPolicy.probe',
+          message: `a public pod cannot reach ${this.#describeTarget()} within ${this.#waitMs} ms, so whether NetworkPolicy is enforced cannot be checked from inside: set options.networkPolicy.probe to an address every public pod reaches`,
+        });
+      }
+      // Still reaching it under the deny-all policy: nothing enforces it.
+      if (mode === 'public') await this.label(pod, mode);
+      return false;
+    }
+    return true;
+  }
+
+  /** Probes until the pod sees `want` or waitMs runs out; true when it did. */
+  async #await(pod: string, want: 'reached' | 'blocked', environmentId: string): Promise<boolean> {
+    const deadline = Date.now() + this.#waitMs;
+    for (;;) {
+      const found = await probeFromPod(this.#cluster(), pod, this.#target);
+      if (found === want) return true;
+      if (found === 'no-tool' || found === 'no-address') throw this.#cannotProbe(found, environmentId);
+      if (Date.now() >= deadline) return false;
+      await sleep(POLL_MS);
+    }
+  }
+
+  #notEnforced(environmentId: string): CapabilityError {
+    return new CapabilityError({
+      operation: 'start',
+      backend: BACKEND,
+      environmentId,
+      capability: 'network',
+      message: `the cluster does not enforce NetworkPolicy: a pod under berth's deny-all policy (${NETWORK_POLICY}, pods labelled ${LABEL_NETWORK}=none) still reached ${this.#describeTarget()} after ${this.#waitMs} ms, so network 'none' would be online; install a NetworkPolicy enforcer (Calico, Cilium, kube-router...) or run the task with network 'public'`,
+    });
+  }
+
+  #didNotHold(mode: NetworkMode, environmentId: string): BackendUnavailableError {
+    const what = mode === 'none' ? `cut off from ${this.#describeTarget()}` : `reaching ${this.#describeTarget()}`;
+    return new BackendUnavailableError({
+      operation: 'network',
+      backend: BACKEND,
+      environmentId,
+      message: `the pod was not ${what} within ${this.#waitMs} ms of its ${LABEL_NETWORK} label becoming '${mode}': the cluster's NetworkPolicy enforcer is slow or failing`,
+    });
+  }
+
+  #cannotProbe(found: ProbeResult, environmentId: string): ConfigError | CapabilityError {
+    if (found === 'no-address')
+      return new ConfigError({
+        operation: 'start',
+        backend: BACKEND,
+        environmentId,
+        path: 'options.networkPolicy.probe',
+        message:
+          'the pod has no KUBERNETES_SERVICE_HOST to check its network from inside: set options.networkPolicy.probe to an address every public pod reaches',
+      });
+    return new CapabilityError({
+      operation: 'start',
+      backend: BACKEND,
+      environmentId,
+      capability: 'network',
+      message:
+        "network 'none' and switching on Kubernetes are checked from inside the pod with a TCP connect, and this image has none of python3, bash (with timeout), nc or perl to make one: add one to the image, or run the task with network 'public'",
+    });
+  }
+}
