@@ -89,7 +89,7 @@ export async function teardown(): Promise<void> {
     throw new Error(`the test run left ${builds.length} built image(s) behind: ${builds.map((i) => i.RepoTags?.join(',') ?? i.Id).join('; ')}`);
   }
   // Keep the machine clean for the next run as well: no dangling private image copies.
-  for (const tag of ['latest', 'exec', 'errors', 'harbor', 'build', 'k8s']) {
+  for (const tag of ['latest', 'exec', 'errors', 'harbor', 'build', 'k8s', 'mounts', 'seed-001']) {
     try {
       execFileSync('docker', ['image', 'rm', `127.0.0.1:5000/berth/private-busybox:${tag}`], { stdio: 'ignore' });
     } catch {

@@ -15,6 +15,7 @@ import type { DockerBackendOptions } from './options.js';
 import { DockerImageBuilder } from './build.js';
 import { checkBuild, checkGpus, checkImage } from './preflight.js';
 import { GpuSupport } from './gpu.js';
+import { imageMountsOf, LABEL_IMAGE_MOUNT } from './image-mounts.js';
 import { BACKEND, DockerSandbox, type DockerImageSource } from './sandbox.js';
 import { CAPABILITIES, HINTS, RENAMED } from './capabilities.js';
 
@@ -64,7 +65,7 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
     options,
     transfers: options.transfers ?? 'native',
     target: () => engineAddress(options),
-    transport: (id, spec) => new DockerSandbox(docker(), options, id, spec, imageSource(spec), gpus),
+    transport: (id, spec) => new DockerSandbox(docker(), options, id, spec, imageSource(spec), gpus, imageMountsOf(spec, options)),
     async checkApi() {
       try {
         const version = await docker().version();
@@ -77,27 +78,45 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
       if (!spec) return [];
       const image = spec.image;
       const gpuChecks = (spec.resources.gpus ?? 0) > 0 ? [await checkGpus(gpus, spec.resources.gpus ?? 0)] : [];
-      if (isBuiltImage(image)) return [...gpuChecks, ...(await checkBuild(docker(), options, image.build))];
-      return [...gpuChecks, await checkImage(docker(), options, mirrorImage(image.ref, image.auth, options.mirrors ?? []))];
+      // Each image mount's image, pulled with its own credentials at start: checked the same way.
+      const mountChecks = [];
+      for (const mount of imageMountsOf(spec, options)) mountChecks.push(await checkImage(docker(), options, mount));
+      if (isBuiltImage(image)) return [...gpuChecks, ...(await checkBuild(docker(), options, image.build)), ...mountChecks];
+      return [...gpuChecks, await checkImage(docker(), options, mirrorImage(image.ref, image.auth, options.mirrors ?? [])), ...mountChecks];
     },
     async listManaged({ session }) {
       const labels = [`${LABEL_MANAGED}=true`, ...(session ? [`${LABEL_SESSION}=${session}`] : [])];
       let containers: Docker.ContainerInfo[];
+      let volumes: Docker.VolumeInspectInfo[];
       try {
         containers = await docker().listContainers({ all: true, filters: { label: labels } });
+        // Image mounts' volumes, after the containers that use them (removing a container frees its volumes).
+        volumes = (await docker().listVolumes({ filters: { label: [...labels, LABEL_IMAGE_MOUNT] } })).Volumes ?? [];
       } catch (error) {
         throw mapDaemonError(error, ctx('sweep')) ?? error;
       }
-      return containers.map(
-        (info): ManagedResource => ({
-          name: info.Names[0]?.replace(/^\//, '') ?? info.Id,
-          id: info.Id,
-          labels: info.Labels,
-          createdAtMs: info.Created * 1000,
-          remove: () => docker().getContainer(info.Id).remove({ force: true, v: true }),
+      const volumeResources = volumes.map(
+        (volume): ManagedResource => ({
+          name: `volume/${volume.Name}`,
+          labels: volume.Labels ?? {},
+          ...((volume as { CreatedAt?: string }).CreatedAt ? { createdAtMs: Date.parse((volume as { CreatedAt?: string }).CreatedAt!) } : {}),
+          remove: () => docker().getVolume(volume.Name).remove(),
           failure: removalFailure,
         }),
       );
+      return [
+        ...containers.map(
+          (info): ManagedResource => ({
+            name: info.Names[0]?.replace(/^\//, '') ?? info.Id,
+            id: info.Id,
+            labels: info.Labels,
+            createdAtMs: info.Created * 1000,
+            remove: () => docker().getContainer(info.Id).remove({ force: true, v: true }),
+            failure: removalFailure,
+          }),
+        ),
+        ...volumeResources,
+      ];
     },
   });
 }

@@ -10,7 +10,9 @@ export const CAPABILITIES: Capabilities = {
   gpuTypes: false,
   networkModes: ['public', 'none'],
   imageAuth: ['basic', 'identityToken', 'secretName', 'dockerConfig', 'aws'],
-  mounts: ['bind'],
+  // Image mounts: a berth-labelled volume filled from the image by a helper container, read-only
+  // (the engine's API 1.41 has no image mount type).
+  mounts: ['image', 'bind'],
   imageBuild: true,
   execUser: true,
   // Exec's Tty, sized by a resize right after the start (API 1.41 has no ConsoleSize on create).
@@ -24,7 +26,6 @@ export const HINTS = {
   gpuTypes:
     "Docker's device requests take GPUs by count, not by model: leave resources.gpuTypes out to take any of the engine's GPUs, or run on Kubernetes or Modal",
   'resources.storage': 'leave it unset for Docker (limits need xfs quotas)',
-  'mounts.image': 'use a bind mount of an extracted copy',
   imageAuth: 'aws needs options.ecrLogin',
 };
 

@@ -22,6 +22,7 @@ import type { DockerImageBuilder } from './build.js';
 import type { DockerBackendOptions } from './options.js';
 import { dockerAuthConfig, imagePresent, pullImage } from './pull.js';
 import { gpuDeviceRequests, type GpuSupport } from './gpu.js';
+import { ImageMountVolumes, type DockerImageMount } from './image-mounts.js';
 
 export const BACKEND = 'docker';
 
@@ -37,18 +38,28 @@ export class DockerSandbox implements SandboxTransport {
   readonly #spec: EnvironmentSpec;
   readonly #source: DockerImageSource;
   readonly #gpus: GpuSupport;
+  readonly #imageMounts: ImageMountVolumes;
   /** What the container runs: the pulled reference, or the build's tag once built. */
   #image: ImageRef;
   /** Whether a container may exist: only the create call makes one (pulls and builds make images). */
   #outcome: CreateOutcome = 'not-attempted';
 
-  constructor(docker: Docker, options: DockerBackendOptions, id: string, spec: EnvironmentSpec, source: DockerImageSource, gpus: GpuSupport) {
+  constructor(
+    docker: Docker,
+    options: DockerBackendOptions,
+    id: string,
+    spec: EnvironmentSpec,
+    source: DockerImageSource,
+    gpus: GpuSupport,
+    imageMounts: readonly DockerImageMount[] = [],
+  ) {
     this.#docker = docker;
     this.#options = options;
     this.#id = id;
     this.#spec = spec;
     this.#source = source;
     this.#gpus = gpus;
+    this.#imageMounts = new ImageMountVolumes(docker, id, imageMounts);
     this.#image = source.kind === 'pull' ? source.image : parseImageRef(BUILD_REPOSITORY);
     const container = () => this.#container;
     this.archive = {
@@ -80,6 +91,7 @@ export class DockerSandbox implements SandboxTransport {
     // Before any pull: an engine without the NVIDIA runtime would run the task without its GPUs.
     await this.#gpus.require(this.#spec.resources.gpus ?? 0, this.#ctx('start'));
     await this.#ensureImage(ctx);
+    await this.#fillImageMounts(ctx);
     ctx.progress({ phase: 'starting', status: 'creating container' });
     await this.#createAndRun(ctx);
   }
@@ -97,27 +109,46 @@ export class DockerSandbox implements SandboxTransport {
       this.#image = parseImageRef(tag);
       return;
     }
+    await this.#ensurePulled(this.#image, source.auth, ctx);
+  }
+
+  /** Pull an image (the task's or an image mount's, each with its own credentials) as the pull policy says. */
+  async #ensurePulled(image: ImageRef, auth: ImageAuth | undefined, ctx: CreateContext): Promise<void> {
     const policy = this.#options.pullPolicy ?? 'if-missing';
-    if (policy !== 'always' && (await imagePresent(this.#docker, this.#image, this.#ctx('pull')))) return;
-    if (policy === 'never') throw notPresentNeverPull(this.#image.original, this.#ctx('pull'));
-    ctx.progress({ phase: 'pulling', status: `pulling ${this.#image.original}` });
-    const credential = await resolvePullCredential(this.#image, source.auth, this.#options, { ...this.#ctx('pull'), factory: 'createDockerBackend' });
-    await pullImage(this.#docker, this.#image, dockerAuthConfig(credential), {
+    if (policy !== 'always' && (await imagePresent(this.#docker, image, this.#ctx('pull')))) return;
+    if (policy === 'never') throw notPresentNeverPull(image.original, this.#ctx('pull'));
+    ctx.progress({ phase: 'pulling', status: `pulling ${image.original}` });
+    const credential = await resolvePullCredential(image, auth, this.#options, { ...this.#ctx('pull'), factory: 'createDockerBackend' });
+    await pullImage(this.#docker, image, dockerAuthConfig(credential), {
       ...this.#ctx('pull'),
       signal: ctx.signal,
       onProgress: (p) => {
         const share = p.total ? `: ${p.status} ${Math.round(((p.current ?? 0) / p.total) * 100)}%` : '';
-        ctx.progress({ pull: p, ...(share ? { status: `pulling ${this.#image.original}${share}` } : {}) });
+        ctx.progress({ pull: p, ...(share ? { status: `pulling ${image.original}${share}` } : {}) });
       },
     });
     // A pull cut short by the daemon can "finish" without the image: check.
-    if (!(await imagePresent(this.#docker, this.#image, this.#ctx('pull')))) {
+    if (!(await imagePresent(this.#docker, image, this.#ctx('pull')))) {
       throw new ImagePullError({
         ...this.#ctx('pull'),
-        image: this.#image.original,
+        image: image.original,
         reason: 'transient',
-        message: `pull of ${this.#image.original} ended without the image being present`,
+        message: `pull of ${image.original} ended without the image being present`,
       });
+    }
+  }
+
+  /** Image mounts: their images pulled, each copied into its volume before the sandbox is made. */
+  async #fillImageMounts(ctx: CreateContext): Promise<void> {
+    const mounts = this.#imageMounts.mounts;
+    if (mounts.length === 0) return;
+    for (const mount of mounts) await this.#ensurePulled(mount.image, mount.auth, ctx);
+    ctx.progress({ phase: 'starting', status: `copying ${mounts.length} image mount(s)` });
+    try {
+      await this.#imageMounts.fill(ctx.labels, ctx.signal, this.#ctx('start'));
+    } catch (error) {
+      throwIfAborted(ctx.signal, this.#ctx('start'));
+      throw mapDaemonError(error, this.#ctx('start')) ?? error;
     }
   }
 
@@ -131,6 +162,7 @@ export class DockerSandbox implements SandboxTransport {
     const binds: Docker.MountSettings[] = mounts
       .filter((m) => m.type === 'bind')
       .map((m) => ({ Type: 'bind', Source: m.source, Target: m.target, ReadOnly: m.readOnly }));
+    const imageMounts = this.#imageMounts.settings();
     try {
       await this.#createContainer({
         name: this.#id,
@@ -146,7 +178,7 @@ export class DockerSandbox implements SandboxTransport {
           ...(resources.cpus ? { NanoCpus: Math.round(resources.cpus * 1e9) } : {}),
           ...(resources.memoryMb ? { Memory: resources.memoryMb * 1024 * 1024 } : {}),
           ...(resources.gpus ? { DeviceRequests: gpuDeviceRequests(resources.gpus) } : {}),
-          ...(binds.length ? { Mounts: binds } : {}),
+          ...(binds.length || imageMounts.length ? { Mounts: [...binds, ...imageMounts] } : {}),
         },
         ...(network === 'none' ? { NetworkDisabled: true } : {}),
       });
@@ -178,14 +210,15 @@ export class DockerSandbox implements SandboxTransport {
     } catch (error) {
       // Once sent, a container may exist (an answer lost to a cut connection): teardown removes
       // it. Only a connection that was never made proves there is none.
-      this.#outcome = refusedBeforeSending(error) ? 'refused' : 'unknown';
+      // Image mounts' volumes made before it are the sandbox's too: then there is something to remove.
+      this.#outcome = refusedBeforeSending(error) && !this.#imageMounts.made ? 'refused' : 'unknown';
       throw error;
     }
     this.#outcome = 'created';
   }
 
   createOutcome(): CreateOutcome {
-    return this.#outcome;
+    return this.#outcome === 'not-attempted' && this.#imageMounts.made ? 'unknown' : this.#outcome;
   }
 
   async inspect(): Promise<SandboxStatus> {
@@ -215,7 +248,12 @@ export class DockerSandbox implements SandboxTransport {
     } catch (error) {
       const status = statusOf(error);
       // Already gone, or already being removed: that is what teardown wants.
-      if (status === 404 || (status === 409 && /already in progress/i.test(dockerMessage(error)))) return;
+      if (!(status === 404 || (status === 409 && /already in progress/i.test(dockerMessage(error)))))
+        throw mapDaemonError(error, this.#ctx('teardown')) ?? error;
+    }
+    try {
+      await this.#imageMounts.remove();
+    } catch (error) {
       throw mapDaemonError(error, this.#ctx('teardown')) ?? error;
     }
   }

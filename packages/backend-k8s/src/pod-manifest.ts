@@ -1,6 +1,6 @@
 import type { V1Container, V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { EnvironmentSpec } from '@berth/core';
-import { keepAliveCommand } from '@berth/core/backend-kit';
+import { IMAGE_MOUNT_STAGING, imageMountCopyCommand, keepAliveCommand } from '@berth/core/backend-kit';
 import type { K8sBackendOptions } from './options.js';
 import { gpuAffinity } from './gpu-affinity.js';
 
@@ -10,23 +10,6 @@ export const CONTAINER = 'main';
 export const MOUNT_PREFIX = 'berth-mount-';
 /** The label that a namespace's deny-all NetworkPolicy selects for network 'none' (see the README). */
 export const LABEL_NETWORK = 'berth.network';
-
-/** Where an init container puts an image mount's files, in its emptyDir. */
-const MOUNT_STAGING = '/berth-mount';
-
-/**
- * Copies an image's directory (or, for '/', its whole filesystem but the kernel's) into the
- * emptyDir. A shell script because it runs in the mounted image: that image needs sh and cp.
- */
-const COPY_SCRIPT = `set -e; src="$1"
-if [ ! -d "$src" ]; then echo "berth: $src is not a directory in this image" >&2; exit 2; fi
-if [ "$src" = / ]; then
-  for e in /* /.[!.]*; do
-    [ -e "$e" ] || [ -L "$e" ] || continue
-    case "$e" in /proc|/sys|/dev|${MOUNT_STAGING}) continue ;; esac
-    cp -a "$e" ${MOUNT_STAGING}/
-  done
-else cp -a "$src"/. ${MOUNT_STAGING}/; fi`;
 
 /** An image mount as the pod carries it: an init container fills an emptyDir the task container mounts read-only. */
 export interface PodImageMount {
@@ -72,8 +55,8 @@ export function podManifest(input: PodInput): V1Pod {
       name: `${MOUNT_PREFIX}${i}`,
       image: mount.image,
       ...(input.pullPolicy ? { imagePullPolicy: input.pullPolicy } : {}),
-      command: ['/bin/sh', '-c', COPY_SCRIPT, 'berth-mount', `/${(mount.subpath ?? '').replace(/^\/+|\/+$/g, '')}`],
-      volumeMounts: [{ name: volume, mountPath: MOUNT_STAGING }],
+      command: imageMountCopyCommand(mount.subpath),
+      volumeMounts: [{ name: volume, mountPath: IMAGE_MOUNT_STAGING }],
       // cp's own words reach the pod status (and so the ConfigError) without log access.
       terminationMessagePolicy: 'FallbackToLogsOnError',
     });

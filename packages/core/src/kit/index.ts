@@ -37,6 +37,7 @@ export { BUILD_REPOSITORY, baseImages, buildTag, hashBuildContext, packBuildCont
 export { buildFailure, buildTimedOut, logTail, type BuildFailureContext } from './build-failure.js';
 export { probeImage, type ProbeResult } from './registry-probe.js';
 export { keepAliveCommand } from './keep-alive.js';
+export { IMAGE_MOUNT_NO_DIRECTORY, IMAGE_MOUNT_STAGING, imageMountCopyCommand } from './image-mount-copy.js';
 export { isUnreachable, refusedBeforeSending, unreachableApi } from './network-errors.js';
 export { API_RETRY_DEFAULTS, retryIdempotent, type ApiRetryPolicy, type TransientAnswer } from './api-retry.js';
 export { preflightFailure } from './backend-helpers.js';
