@@ -50,6 +50,17 @@ describe('k8s exec over v4.channel.k8s.io (stdin framed)', () => {
     expect(result).toMatchObject({ exitCode: 7, stdout: expect.stringMatching(/^\s*5\s*$/) });
   });
 
+  it('a terminal is sized on v4 too, and its typed input goes raw, never framed', async () => {
+    const before = proxy.seen.length;
+    const r = await env.exec(['sh'], { tty: { rows: 33, cols: 101 }, stdin: 'stty size; exit 4\n', timeoutMs: 20_000 });
+    expect(r.timedOut, r.stdout).toBe(false);
+    expect(r.exitCode, r.stdout).toBe(4);
+    expect(r.stdout).toContain('33 101\r\n');
+    const upgrades = proxy.seen.slice(before).filter((s) => s.status === 101);
+    expect(upgrades.some((s) => s.path.includes('tty=true'))).toBe(true);
+    expect(upgrades.some((s) => decodeURIComponent(s.path.replace(/\+/g, ' ')).includes('base64 -d'))).toBe(false);
+  });
+
   it('tar over exec moves a tree both ways', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'berth-v4-'));
     dirs.push(dir);
