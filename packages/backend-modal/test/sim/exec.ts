@@ -81,7 +81,7 @@ export class ExecProcess {
     this.#socket = socket;
     this.#tty = req.pty !== undefined;
     // The engine sizes an exec's terminal only once it runs.
-    if (req.pty) exec.resize({ h: req.pty.rows, w: req.pty.cols }).catch(() => undefined);
+    if (req.pty && req.pty.rows > 0 && req.pty.cols > 0) exec.resize({ h: req.pty.rows, w: req.pty.cols }).catch(() => undefined);
     if (req.stdout === 'devnull') this.stdout.ended = true;
     if (req.stderr !== 'pipe' || req.pty) this.stderr.ended = true;
     const target = (stream: number) =>

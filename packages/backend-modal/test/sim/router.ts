@@ -162,9 +162,10 @@ async function resetAfterFlush(ctx: CallContext): Promise<void> {
 }
 
 /**
- * pty_info as a terminal: its size (0 is none: 24x80), and its terminal type in TERM (and
- * COLORTERM, TERM_PROGRAM) unless the request's env sets them. `enabled` is the deprecated switch
- * the SDKs still send; a pty_info without it (or with pty_type FUNCTION) still asks for a pty.
+ * pty_info as a terminal: its size (Python's SDK sends 0 when its own stdout has none: the
+ * terminal is then left unsized, as asked), and its terminal type in TERM (and COLORTERM,
+ * TERM_PROGRAM) unless the request's env sets them. `enabled` is the deprecated switch the SDKs
+ * still send; a pty_info without it (or with pty_type FUNCTION) still asks for a pty.
  */
 function ptyOf(info: Msg | undefined, env: string[]): Pick<ExecRequest, 'pty'> {
   if (!info) return {};
@@ -174,5 +175,5 @@ function ptyOf(info: Msg | undefined, env: string[]): Pick<ExecRequest, 'pty'> {
   set('TERM', info.env_term);
   set('COLORTERM', info.env_colorterm);
   set('TERM_PROGRAM', info.env_term_program);
-  return { pty: { rows: Number(info.winsz_rows ?? 0) || 24, cols: Number(info.winsz_cols ?? 0) || 80 } };
+  return { pty: { rows: Number(info.winsz_rows ?? 0), cols: Number(info.winsz_cols ?? 0) } };
 }
