@@ -32,6 +32,8 @@ export type DockerImageSource = { kind: 'pull'; image: ImageRef; auth?: ImageAut
 /** One container, as the kit's transport: named after the environment id, so it can be found before create returns. */
 export class DockerSandbox implements SandboxTransport {
   readonly archive: ArchiveTransport;
+  /** The engine's exec takes a User (resolved by the runtime): no launcher needed. */
+  readonly nativeUser = true;
   readonly #docker: Docker;
   readonly #options: DockerBackendOptions;
   readonly #id: string;
