@@ -54,6 +54,21 @@ describe('docker backend specifics', () => {
     await env.teardown();
   });
 
+  it("opts.user: the runtime's unknown group is a ConfigError, as its unknown user is (the kit's launcher words them alike)", async () => {
+    const env = await createDockerBackend().start({ image: BASIC, network: 'none' });
+    envs.push(env);
+    const error = await env.exec(['true'], { user: 'root:berth-no-such-group' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(ConfigError.isInstance(error), String(error)).toBe(true);
+    expect((error as ConfigError).path).toBe('opts.user');
+    expect((error as Error).message).toContain('unable to find group berth-no-such-group: no matching entries in group file');
+    // As the engine gives it: HOME is / for a uid not in /etc/passwd.
+    expect((await env.exec('echo "$(id -u):$(id -g) $HOME"', { user: '1234' })).stdout).toBe('1234:0 /\n');
+    await env.teardown();
+  });
+
   it('a sandbox past timeouts.lifetimeMs is gone, as a task failure (LifetimeExceeded), not a retryable loss', async () => {
     const env = await createDockerBackend().start({ image: BASIC, network: 'none', timeouts: { lifetimeMs: 1000 } });
     envs.push(env);
