@@ -24,7 +24,8 @@ export const CAPABILITIES: Capabilities = {
 export const HINTS = {
   networkSwitch: 'a sandbox keeps the network it was made with: run the whole task with one network',
   'mounts.bind': 'upload the files after start (env.uploadDir)',
-  'mounts.image': 'bake the runtime into the image',
+  'mounts.image':
+    "Modal mounts a whole built image into a running sandbox (Sandbox.mount_image), with no subpath and nothing in its API making it read-only, while berth's image mounts are read-only: bake the runtime into the task image instead (image.build: a Dockerfile FROM the task image that COPYs it in)",
   imageAuth: "Modal's registry secrets hold a username and password, or AWS keys",
 };
 
