@@ -87,8 +87,19 @@ describe('berth run (the built binary, off a TTY)', () => {
     expect(await readFile(join(attempt, 'agent', 'stderr.txt'), 'utf8')).toBe('a warning\n');
     expect(await readFile(join(attempt, 'agent', 'trace.txt'), 'utf8')).toBe('step-1\n');
     expect(await readFile(join(attempt, 'agent', 'instruction.md'), 'utf8')).toMatch(/Write 42/);
-    const result = JSON.parse(await readFile(join(attempt, 'result.json'), 'utf8')) as { steps: Array<{ name: string; exitCode?: number }> };
+    const result = JSON.parse(await readFile(join(attempt, 'result.json'), 'utf8')) as {
+      steps: Array<{ name: string; exitCode?: number }>;
+      exceptionInfo?: { exceptionType: string; exceptionMessage: string };
+    };
     expect(result.steps.find((step) => step.name === 'agent')?.exitCode).toBe(3);
+    // Not a verdict, but recorded as harbor records an installed agent's non-zero exit, and reported.
+    expect(result.exceptionInfo).toMatchObject({
+      exceptionType: 'NonZeroAgentExitCodeError',
+      exceptionMessage: 'the agent command exited 3; stderr: a warning',
+    });
+    const shown = await berth(['report', jobDir]);
+    expect(shown.stdout).toMatch(/agent errors +1 +NonZeroAgentExitCodeError 1 · verified anyway, as harbor does/);
+    expect(shown.stdout).toMatch(/needs-42 +rewarded +1 +1 +NonZeroAgentExitCodeError: the agent command exited 3; stderr: a warning/);
 
     // The same job dir with another agent would mix two runs: refused, with the way on.
     const mixed = await berth(['run', tasks, '--agent', 'none', '--job-dir', jobDir]);

@@ -149,6 +149,18 @@ describe('settled lines', () => {
       { settled: 2, total: 3 },
     );
     expect(retried).toBe('[2/3] t  rewarded 1  (2 attempts, the 2nd chosen, 2.0 s)');
+    // The agent timed out and was verified anyway (harbor's exception_info): the reward counts, the line says so.
+    const late = settledLine(
+      {
+        taskId: 't',
+        status: 'scored',
+        chosenAttempt: 1,
+        outcome: { reward: 1, exceptionInfo: { exceptionType: 'AgentTimeoutError', exceptionMessage: 'late', occurredAt: '' } },
+        attempts: [attempt(1, false)],
+      } as never,
+      { settled: 3, total: 3 },
+    );
+    expect(late).toBe('[3/3] t  rewarded 1 (AgentTimeoutError)  (1 attempt, 1.0 s)');
   });
 
   it('cut a long line in the middle, keeping the end where berth says what to do', () => {

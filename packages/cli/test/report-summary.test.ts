@@ -113,6 +113,29 @@ describe('renderSummary', () => {
     expect(line(unscored, 'unscored')).toMatch(/\b2 {3}scored without a numeric reward$/);
   });
 
+  it("counts the tasks whose agent timed out or exited non-zero and was verified anyway (harbor's exception_info), and names it in the table", () => {
+    expect(text).not.toContain('agent errors');
+    const job = fixtureJob();
+    const task = (id: string) => job.tasks.find((t) => t.summary.taskId === id)!;
+    const timedOut = {
+      exceptionType: 'AgentTimeoutError' as const,
+      exceptionMessage: 'the agent command did not finish within 2 s',
+      occurredAt: '2026-01-10T12:00:30.000Z',
+    };
+    // Rewarded: in report.json. The verifier's failure after it: in the chosen attempt's result.json.
+    task('solve-pass').summary.exceptionInfo = timedOut;
+    task('crash-verifier').attempts[0]!.result!.exceptionInfo = timedOut;
+    task('flaky-net').summary.exceptionInfo = { ...timedOut, exceptionType: 'NonZeroAgentExitCodeError', exceptionMessage: 'the agent command exited 3' };
+    const shown = renderSummary(job);
+    expect(line(shown, 'agent errors')).toMatch(/\b3 {3}AgentTimeoutError 2 · NonZeroAgentExitCodeError 1 · verified anyway, as harbor does$/);
+    expect(numberEnd(line(shown, 'agent errors'))).toBe(numberEnd(line(shown, 'scored')));
+    expect(shown.split('\n').find((l) => l.startsWith('solve-pass'))).toMatch(
+      /rewarded +1 +1 +AgentTimeoutError: the agent command did not finish within 2 s$/,
+    );
+    // A task failure keeps the verifier's failure in its row.
+    expect(shown.split('\n').find((l) => l.startsWith('crash-verifier'))).toMatch(/RewardFileMissing: the verifier wrote no reward$/);
+  });
+
   it('says so when no attempt failed', () => {
     const clean = renderSummary(withReport(fixtureJob(), { byCategory: {}, byType: {} }));
     expect(clean).toContain('\nno failed attempts\n');

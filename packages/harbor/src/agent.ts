@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { ConfigError, TransferError, linkSignals, type Environment, type ExecOptions, type ExecResult, type TrialContext } from '@berth/core';
 import { INSTRUCTION_PATH, startCommand, type CommandAgent } from './command-agent.js';
 import { checkVariables, resolveEnv, type HostEnv } from './env-template.js';
-import { envContext, harborFailure } from './reward.js';
+import { exceptionInfo, type HarborExceptionInfo } from './exception-info.js';
 import type { StepTimer, StepTiming } from './steps.js';
 import type { HarborTask } from './task.js';
 
@@ -15,9 +15,9 @@ import type { HarborTask } from './task.js';
  * - `{ command }`: a shell command run in the sandbox as the agent (see CommandAgent); its output
  *   and exit code are kept as the oracle's are;
  * - a function: your agent, given the started environment. It must honour `ctx.signal`, which
- *   also fires at the task's agent timeout (when the task has one). It runs on the agent phase's
- *   network; `task.users.agent`, `task.workdir` and `task.agentConfig` say how the task expects it
- *   to run.
+ *   also fires at the task's agent timeout (when the task has one): the attempt waits up to
+ *   AGENT_STOP_GRACE_MS for it to stop, then verifies. It runs on the agent phase's network;
+ *   `task.users.agent`, `task.workdir` and `task.agentConfig` say how the task expects it to run.
  */
 export type HarborAgent = 'oracle' | 'none' | CommandAgent | AgentFunction;
 export type AgentFunction = (env: Environment, task: HarborTask, ctx: TrialContext) => Promise<void>;
@@ -25,6 +25,15 @@ export type AgentFunction = (env: Environment, task: HarborTask, ctx: TrialConte
 export function agentName(agent: HarborAgent): string {
   if (typeof agent === 'function') return agent.name || 'custom';
   return typeof agent === 'object' ? 'command' : agent;
+}
+
+/** How long an agent function has to stop once its signal fired at the agent timeout. */
+export const AGENT_STOP_GRACE_MS = 10_000;
+
+/** A short, single-line tail of a command's stderr, to say in a message why it ended as it did. */
+export function stderrTail(result: ExecResult): string {
+  const tail = result.stderr.trim().split('\n').slice(-3).join(' | ').slice(-300);
+  return tail ? `; stderr: ${tail}` : '';
 }
 
 export function execTiming(result: ExecResult): Partial<StepTiming> {
@@ -78,10 +87,10 @@ function timeoutOf(task: HarborTask): { timeoutMs?: number } {
   return task.agentTimeoutSec === undefined ? {} : { timeoutMs: task.agentTimeoutSec * 1000 };
 }
 
-/** What a command-running agent leaves: its output (kept by runAgent) and what its timeout is called. */
+/** What a command-running agent leaves: its output (kept by runAgent) and how it ended, as harbor records it. */
 interface Captured {
   result: ExecResult;
-  timeout: string;
+  exception?: HarborExceptionInfo;
 }
 
 async function runOracle({ env, task, ctx, timer, hostEnv }: AgentRun): Promise<Captured> {
@@ -99,8 +108,9 @@ async function runOracle({ env, task, ctx, timer, hostEnv }: AgentRun): Promise<
       }),
     execTiming,
   );
-  // A non-zero exit is not a failure by itself: the verifier decides what the agent achieved.
-  return { result, timeout: `the oracle (solution/solve.sh) did not finish within ${task.agentTimeoutSec} s` };
+  // A non-zero exit is not a failure by itself (harbor's oracle records none): the verifier decides.
+  if (!result.timedOut) return { result };
+  return { result, exception: exceptionInfo('AgentTimeoutError', `the oracle (solution/solve.sh) did not finish within ${task.agentTimeoutSec} s`) };
 }
 
 async function runCommand({ command }: CommandAgent, { env, task, ctx, timer }: AgentRun): Promise<Captured> {
@@ -118,37 +128,61 @@ async function runCommand({ command }: CommandAgent, { env, task, ctx, timer }: 
       }),
     execTiming,
   );
-  return { result, timeout: `the agent command did not finish within ${task.agentTimeoutSec} s` };
+  // As harbor records an installed agent's (a CLI's) timeout or non-zero exit: the verifier still runs.
+  if (result.timedOut) return { result, exception: exceptionInfo('AgentTimeoutError', `the agent command did not finish within ${task.agentTimeoutSec} s`) };
+  if (result.exitCode !== 0)
+    return { result, exception: exceptionInfo('NonZeroAgentExitCodeError', `the agent command exited ${result.exitCode}${stderrTail(result)}`) };
+  return { result };
 }
 
-async function runFunction(agent: AgentFunction, { env, task, ctx, timer }: AgentRun): Promise<void> {
+/** Resolves with what happened when `ms` passed, unless cancelled first. */
+function after<T>(ms: number, value: T): { promise: Promise<T>; cancel: () => void } {
+  let handle: NodeJS.Timeout | undefined;
+  const promise = new Promise<T>((resolve) => {
+    handle = setTimeout(() => resolve(value), ms);
+  });
+  return { promise, cancel: () => clearTimeout(handle) };
+}
+
+/** An agent function, cut at the agent timeout: its signal fires, and it is given a grace to stop. */
+async function runFunction(agent: AgentFunction, { env, task, ctx, timer }: AgentRun): Promise<HarborExceptionInfo | undefined> {
   if (task.agentTimeoutSec === undefined) {
     await timer.run('agent', () => agent(env, task, ctx));
-    return;
+    return undefined;
   }
-  const timeoutMs = task.agentTimeoutSec * 1000;
   // The attempt's signal or the agent's timeout; unlinked once the agent is done with it.
   const deadline = linkSignals(ctx.signal);
-  let timer_: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<'timeout'>((resolve) => {
-    timer_ = setTimeout(() => resolve('timeout'), timeoutMs);
-  });
-  await timer.run('agent', async () => {
-    try {
-      const running = agent(env, task, { ...ctx, signal: deadline.signal });
-      const first = await Promise.race([running, timedOut]);
-      if (first === 'timeout') {
-        // Stop it (an agent that honours its signal stops now; one that does not is cut off by
-        // the teardown that follows) and do not wait for it.
+  const timeout = after(task.agentTimeoutSec * 1000, 'timeout' as const);
+  try {
+    return await timer.run(
+      'agent',
+      async () => {
+        const running = agent(env, task, { ...ctx, signal: deadline.signal });
+        if ((await Promise.race([running, timeout.promise])) !== 'timeout') return undefined;
+        const at = new Date();
+        // As harbor's wait_for: cancel it and wait for it to stop, so the collect commands and the
+        // verifier see a sandbox it no longer writes to; an agent deaf to its signal gets a grace.
         deadline.abort(new Error(`agent timeout (${task.agentTimeoutSec} s)`));
-        running.catch(() => undefined);
-        throw harborFailure('AgentTimeout', `the agent did not finish within ${task.agentTimeoutSec} s`, envContext(env));
-      }
-    } finally {
-      clearTimeout(timer_);
-      deadline.dispose();
-    }
-  });
+        const grace = after(AGENT_STOP_GRACE_MS, 'still running' as const);
+        const stopped = await Promise.race([
+          running.then(
+            () => 'stopped' as const,
+            () => 'stopped' as const,
+          ),
+          grace.promise,
+        ]);
+        grace.cancel();
+        if (stopped !== 'stopped') running.catch(() => undefined);
+        const deaf =
+          stopped === 'stopped' ? '' : `; it did not stop within ${AGENT_STOP_GRACE_MS / 1000} s of its signal and may have run on during the verification`;
+        return exceptionInfo('AgentTimeoutError', `the agent did not finish within ${task.agentTimeoutSec} s${deaf}`, at);
+      },
+      (info) => (info ? { timedOut: true } : {}),
+    );
+  } finally {
+    timeout.cancel();
+    deadline.dispose();
+  }
 }
 
 /**
@@ -165,16 +199,19 @@ async function keepAgentLogs(env: Environment, outDir: string, signal: AbortSign
 
 /**
  * Run the agent in the started environment, then keep /logs/agent (also when the agent failed or
- * timed out: then most of all). AgentTimeout (a TaskFailure) when it runs out of time.
+ * timed out: then most of all). Returns what harbor would record in `exception_info` and go on
+ * from (the agent's timeout, a command's non-zero exit), for the attempt to record beside its
+ * reward; throws only what ends the attempt (the agent function's own error, infrastructure).
  */
-export async function runAgent(agent: HarborAgent, run: AgentRun): Promise<void> {
-  if (agent === 'none') return;
+export async function runAgent(agent: HarborAgent, run: AgentRun): Promise<HarborExceptionInfo | undefined> {
+  if (agent === 'none') return undefined;
   let failed: { error: unknown } | undefined;
   let captured: Captured | undefined;
+  let exception: HarborExceptionInfo | undefined;
   try {
     if (agent === 'oracle') captured = await runOracle(run);
     else if (typeof agent === 'object') captured = await runCommand(agent, run);
-    else await runFunction(agent, run);
+    else exception = await runFunction(agent, run);
   } catch (error) {
     failed = { error };
   }
@@ -187,5 +224,5 @@ export async function runAgent(agent: HarborAgent, run: AgentRun): Promise<void>
   // Written after the download, so a file of the same name in /logs/agent never replaces them.
   if (captured) await saveOutput(run.outDir, '', captured.result);
   if (failed) throw failed.error;
-  if (captured?.result.timedOut) throw harborFailure('AgentTimeout', captured.timeout, envContext(run.env));
+  return captured?.exception ?? exception;
 }

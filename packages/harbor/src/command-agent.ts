@@ -7,9 +7,9 @@ import type { HarborTask } from './task.js';
  * A shell command as the agent (the CLI's `--agent '<cmd>'`): run with `sh -c` in the sandbox, in
  * the task's workdir, as `[agent] user`, with the task's agent timeout; the instruction on stdin
  * and at /logs/agent/instruction.md (its path in BERTH_INSTRUCTION, the task id in BERTH_TASK_ID).
- * Its stdout, stderr and exit code are kept in the attempt's agent/ directory and result.json; how
- * it exits is its own business (the verifier decides the reward), but running out of time is an
- * AgentTimeout.
+ * Its stdout, stderr and exit code are kept in the attempt's agent/ directory and result.json. The
+ * verifier decides the reward however it ends; running out of time or exiting non-zero is recorded
+ * as harbor records an installed agent's (exceptionInfo AgentTimeoutError / NonZeroAgentExitCodeError).
  */
 export interface CommandAgent {
   command: string;

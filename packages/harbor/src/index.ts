@@ -8,6 +8,7 @@ export { parseSizeToMb } from './size.js';
 export { LABEL_TASK, taskLabelValue } from './labels.js';
 export { buildSpec, resolvedEnvironment, type BuiltSpec, type ResolvedEnvironment, type SpecOverrides } from './spec.js';
 export { readReward, type HarborFailureKind } from './reward.js';
+export type { HarborAgentExceptionType, HarborExceptionInfo } from './exception-info.js';
 export type { StepTiming } from './steps.js';
 export { attemptDir, type AttemptFailureJson, type AttemptResultFile } from './result-file.js';
 export type { AgentFunction, HarborAgent } from './agent.js';

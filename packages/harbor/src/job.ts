@@ -6,6 +6,7 @@ import { loadHarborTasks } from './load-task.js';
 import { setJobAside } from './job-dir.js';
 import { attemptDir, writeJsonFile } from './result-file.js';
 import type { HostEnv } from './env-template.js';
+import type { HarborExceptionInfo } from './exception-info.js';
 import type { SpecOverrides } from './spec.js';
 import type { HarborOutcome, HarborTask } from './task.js';
 import { createHarborTrial, type HarborHooks } from './trial.js';
@@ -61,6 +62,8 @@ export interface HarborTaskSummary {
   chosenAttempt?: number;
   reward?: number;
   rewards?: Record<string, number>;
+  /** The chosen attempt's agent timed out (or a command agent exited non-zero) and was verified anyway, as harbor records it. */
+  exceptionInfo?: HarborExceptionInfo;
   /** For a task failure (chosen), or the last failure of an infra_failed / not_run task. */
   failureCategory?: string;
   failureType?: string;
@@ -99,6 +102,7 @@ function summarise(jobDir: string, record: TaskRecord<HarborOutcome>): HarborTas
   if (record.outcome) {
     summary.reward = record.outcome.reward;
     if (record.outcome.rewards) summary.rewards = record.outcome.rewards;
+    if (record.outcome.exceptionInfo) summary.exceptionInfo = record.outcome.exceptionInfo;
   }
   if (record.failure) {
     summary.failureCategory = record.failure.category;

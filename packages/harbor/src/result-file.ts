@@ -2,6 +2,7 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ConfigError, classifyFailure, redactSecrets, serializeError, type ClassifiedFailure, type SerializedError } from '@berth/core';
 import type { ArtifactRecord } from './artifacts.js';
+import type { HarborExceptionInfo } from './exception-info.js';
 import type { ResolvedEnvironment } from './spec.js';
 import type { StepTiming } from './steps.js';
 import type { CollectRecord } from './verifier-collect.js';
@@ -36,6 +37,12 @@ export interface AttemptResultFile {
   artifacts?: ArtifactRecord[];
   outcome?: HarborOutcome;
   failure?: AttemptFailureJson;
+  /**
+   * harbor's `exception_info`: the agent timed out, or a command agent exited non-zero, and the
+   * attempt went on to collect, artifacts and the verifier. Beside the outcome (whose reward
+   * counts) or the verifier's failure.
+   */
+  exceptionInfo?: HarborExceptionInfo;
   /** Teardown failed after the attempt had settled; recorded, never allowed to mask the attempt's own result. */
   teardownError?: SerializedError;
 }

@@ -6,8 +6,10 @@ import type { HarborOutcome } from './task.js';
 /**
  * The stable kinds of task failure this runner raises (TaskFailure `type`), so a report can count
  * them apart: a verifier that wrote nothing is not the same problem as one that wrote garbage.
+ * The agent's timeout is none of them: as in harbor, the attempt goes on to the verifier, whose
+ * reward counts, and the timeout is recorded beside it (HarborExceptionInfo).
  */
-export type HarborFailureKind = 'RewardFileMissing' | 'RewardFileEmpty' | 'RewardFileInvalid' | 'VerifierTimeout' | 'AgentTimeout';
+export type HarborFailureKind = 'RewardFileMissing' | 'RewardFileEmpty' | 'RewardFileInvalid' | 'VerifierTimeout';
 
 export interface FailureContext {
   backend?: string;

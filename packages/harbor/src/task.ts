@@ -1,3 +1,5 @@
+import type { HarborExceptionInfo } from './exception-info.js';
+
 /** A phase's network, as berth applies it: harbor's 'public', or 'no-network' as 'none'. */
 export type HarborNetwork = 'public' | 'none';
 
@@ -127,9 +129,11 @@ export interface HarborTask {
 
 /**
  * What a trial returns: the reward, and every numeric field of reward.json when the verifier
- * wrote one. JSON-serialisable, so it goes into the run journal as is.
+ * wrote one; `exceptionInfo` when the agent timed out or (a command agent) exited non-zero and
+ * the verifier scored the sandbox anyway, as harbor scores it. JSON-serialisable, so it goes into
+ * the run journal as is.
  */
-export type HarborOutcome = { reward: number; rewards?: Record<string, number> };
+export type HarborOutcome = { reward: number; rewards?: Record<string, number>; exceptionInfo?: HarborExceptionInfo };
 
 /** Harbor's defaults (harbor 0.26): no agent timeout, 600 s for the verifier and for the build. */
 export const DEFAULT_VERIFIER_TIMEOUT_SEC = 600;

@@ -4,6 +4,7 @@ import { describeImage, serializeError, type Backend, type Environment, type Tri
 import { agentName, checkAgentCanRun, runAgent, type HarborAgent } from './agent.js';
 import { collectArtifacts } from './artifacts.js';
 import type { HostEnv } from './env-template.js';
+import { afterAgentException, type HarborExceptionInfo } from './exception-info.js';
 import { attemptDir, describeFailure, writeJsonFile, type AttemptResultFile } from './result-file.js';
 import { onNetwork, setUpTaskSandbox } from './sandbox-setup.js';
 import { startVerifierSandbox } from './separate-verifier.js';
@@ -31,14 +32,17 @@ export interface HarborTrialOptions {
 }
 
 /**
- * One attempt at a harbor task, for runTrials, as harbor runs it: start a sandbox (pulled or
- * built), prepare /logs, copy a prebuilt task's environment/, wait for its healthcheck, run the
- * agent on the agent's network, run its `[[verifier.collect]]` commands, run the verifier on the
- * verifier's network, read the reward, collect artifacts, tear down, and write
+ * One attempt at a harbor task, for runTrials, as harbor runs it (`SingleStepTrial._run`): start a
+ * sandbox (pulled or built), prepare /logs, copy a prebuilt task's environment/, wait for its
+ * healthcheck, run the agent on the agent's network, run its `[[verifier.collect]]` commands, copy
+ * the artifacts out, run the verifier on the verifier's network (in the same sandbox, or in a new
+ * one after the agent's is gone), read the reward, tear down, and write
  * <jobDir>/<taskId>/attempt-<n>/result.json whatever happened (with the resolved environment and
- * every note). Returns `{ reward, rewards? }` or throws:
- * - a TaskFailure (RewardFileMissing, RewardFileEmpty, RewardFileInvalid, VerifierTimeout,
- *   AgentTimeout) when the sandbox worked and the task did not;
+ * every note). An agent that times out (or a command agent that exits non-zero) does not end the
+ * attempt: as in harbor, it is recorded (`exceptionInfo`) and the verifier's reward counts.
+ * Returns `{ reward, rewards?, exceptionInfo? }` or throws:
+ * - a TaskFailure (RewardFileMissing, RewardFileEmpty, RewardFileInvalid, VerifierTimeout) when
+ *   the sandbox worked and the task did not (its message also names the agent's exception);
  * - berth's own error, unchanged, when the infrastructure failed (so runTrials can tell a lost
  *   sandbox, worth a retry, from an image nobody can pull, which is not).
  */
@@ -82,6 +86,8 @@ export function createHarborTrial(options: HarborTrialOptions): TrialFunction<Ha
       }
     };
     let failed: { error: unknown } | undefined;
+    // What harbor records in exception_info and goes on from (the agent's timeout...).
+    let agentException: HarborExceptionInfo | undefined;
     try {
       checkAgentCanRun(agent, task, hostEnv);
       const { spec, notes } = buildSpec(task, backend, specOverrides, hostEnv);
@@ -99,14 +105,19 @@ export function createHarborTrial(options: HarborTrialOptions): TrialFunction<Ha
       if (hooks?.afterStart) await timer.run('hook afterStart', () => hooks.afterStart!(sandbox, task, ctx));
       await setUpTaskSandbox(sandbox, task, signal, (name, work) => timer.run(name, work));
 
-      await onNetwork(sandbox, task, task.network.agent, () => runAgent(agent, { env: sandbox, task, ctx, timer, outDir: join(dir, 'agent'), hostEnv }));
+      agentException = await onNetwork(sandbox, task, task.network.agent, () =>
+        runAgent(agent, { env: sandbox, task, ctx, timer, outDir: join(dir, 'agent'), hostEnv }),
+      );
+      if (agentException) record.exceptionInfo = agentException;
       // harbor's [[verifier.collect]]: after the agent, back on the environment's network, before any artifact is copied out.
       if (task.verifierCollect) record.collect = await runCollectCommands(sandbox, task, dir, timer, signal);
+      // As harbor, in both verifier modes: the artifacts are what the agent (and collect) left, never what the verifier wrote.
+      const artifacts = await timer.run('artifacts', () => collectArtifacts(sandbox, task, dir, signal));
+      record.artifacts = artifacts;
       const verify = { task, ctx, timer, outDir: join(dir, 'verifier'), hostEnv };
+      let outcome: HarborOutcome;
       if (task.verifierEnvironment) {
-        // harbor's separate verifier: the agent's artifacts, then its sandbox is gone, then a new one.
-        const artifacts = await timer.run('artifacts', () => collectArtifacts(sandbox, task, dir, signal));
-        record.artifacts = artifacts;
+        // harbor's separate verifier: the agent's sandbox is gone, then a new one gets the artifacts.
         await tearDown(agentSandbox);
         const made = (env: Environment, notes: string[]) => {
           sandboxes.push({ step: 'teardown verifier', env });
@@ -124,14 +135,14 @@ export function createHarborTrial(options: HarborTrialOptions): TrialFunction<Ha
           artifacts,
           made,
         });
-        record.outcome = await runVerifier({ ...verify, env: verifierSandbox, uploadTests: !task.verifierEnvironment.testsBundled });
+        outcome = await runVerifier({ ...verify, env: verifierSandbox, uploadTests: !task.verifierEnvironment.testsBundled });
       } else {
-        record.outcome = await onNetwork(sandbox, task, task.network.verifier, () => runVerifier({ ...verify, env: sandbox, uploadTests: true }));
-        record.artifacts = await timer.run('artifacts', () => collectArtifacts(sandbox, task, dir, signal));
+        outcome = await onNetwork(sandbox, task, task.network.verifier, () => runVerifier({ ...verify, env: sandbox, uploadTests: true }));
       }
+      record.outcome = agentException ? { ...outcome, exceptionInfo: agentException } : outcome;
     } catch (error) {
-      failed = { error };
-      record.failure = describeFailure(error);
+      failed = { error: agentException ? afterAgentException(error, agentException) : error };
+      record.failure = describeFailure(failed.error);
     } finally {
       for (const entry of sandboxes) await tearDown(entry);
       record.endedAt = new Date().toISOString();

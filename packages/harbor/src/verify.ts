@@ -1,5 +1,5 @@
-import { TransferError, type Environment, type ExecResult, type TrialContext } from '@berth/core';
-import { execTiming, runScript, saveOutput } from './agent.js';
+import { TransferError, type Environment, type TrialContext } from '@berth/core';
+import { execTiming, runScript, saveOutput, stderrTail } from './agent.js';
 import { resolveEnv, type HostEnv } from './env-template.js';
 import { envContext, harborFailure, readReward } from './reward.js';
 import type { StepTimer } from './steps.js';
@@ -14,12 +14,6 @@ interface VerifyRun {
   outDir: string;
   hostEnv: HostEnv;
   uploadTests: boolean;
-}
-
-/** A short, single-line tail of the verifier's stderr, to say in a failure message why it wrote nothing. */
-function stderrTail(result: ExecResult): string {
-  const tail = result.stderr.trim().split('\n').slice(-3).join(' | ').slice(-300);
-  return tail ? `; stderr: ${tail}` : '';
 }
 
 /**

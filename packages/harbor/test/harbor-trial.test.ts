@@ -74,10 +74,10 @@ describe('createHarborTrial on Docker', () => {
       'upload solution',
       'agent',
       'download agent logs',
+      'artifacts',
       'upload tests',
       'verifier',
       'download verifier logs',
-      'artifacts',
       'teardown',
     ]);
     expect(r.result.steps.every((s) => s.ended === 'completed' && s.durationMs >= 0)).toBe(true);
@@ -153,14 +153,60 @@ describe('createHarborTrial on Docker', () => {
     expect(await readFile(join(r.attemptDir, 'verifier', 'test-stdout.txt'), 'utf8')).toBe('started\n');
   });
 
-  it('an oracle past its timeout is AgentTimeout; so is an agent function', async () => {
+  it('an oracle past its timeout is stopped and verified, as harbor does; so is an agent function: the reward counts, the timeout is recorded', async () => {
     const toml = taskToml().replace('[agent]\ntimeout_sec = 60.0', '[agent]\ntimeout_sec = 1');
-    const oracle = await taskFailureOf({ toml, solve: '#!/bin/sh\nsleep 30\n' });
-    expect((oracle.error as TaskFailure).type).toBe('AgentTimeout');
-    expect(oracle.result.steps.map((s) => s.name)).not.toContain('verifier');
-    const stuck: HarborAgent = (_env, _task, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
-    const fn = await taskFailureOf({ toml, solve: null }, stuck);
-    expect((fn.error as TaskFailure).type).toBe('AgentTimeout');
+    const oracle = await run({ toml, solve: '#!/bin/sh\nsleep 30\n' });
+    expect(oracle.error).toBeUndefined();
+    const timedOut = { exceptionType: 'AgentTimeoutError', exceptionMessage: 'the oracle (solution/solve.sh) did not finish within 1 s' };
+    expect(oracle.outcome).toMatchObject({ reward: 0, exceptionInfo: timedOut });
+    expect(oracle.result).toMatchObject({ outcome: { reward: 0, exceptionInfo: timedOut }, exceptionInfo: timedOut });
+    expect(oracle.result.failure).toBeUndefined();
+    expect(oracle.result.steps.find((s) => s.name === 'agent')).toMatchObject({ ended: 'timed_out', timedOut: true });
+    expect(oracle.result.steps.map((s) => s.name)).toContain('verifier');
+    expect(oracle.result.durationMs).toBeLessThan(20_000);
+
+    // Stops when told, and has solved the task by then.
+    const stuck: HarborAgent = async (env, _task, ctx) => {
+      await env.exec('mkdir -p /app && echo solved > /app/done');
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+    };
+    const fn = await run({ toml, solve: null }, { agent: stuck });
+    expect(fn.outcome).toMatchObject({
+      reward: 1,
+      exceptionInfo: { exceptionType: 'AgentTimeoutError', exceptionMessage: 'the agent did not finish within 1 s' },
+    });
+    expect(fn.result.steps.find((s) => s.name === 'agent')).toMatchObject({ ended: 'timed_out', timedOut: true });
+    expect(Date.parse(fn.result.exceptionInfo!.occurredAt)).toBeLessThanOrEqual(Date.parse(fn.result.endedAt));
+  });
+
+  it('an agent function deaf to its signal is given a grace to stop, then verified; the record says it may have run on', async () => {
+    const toml = taskToml().replace('[agent]\ntimeout_sec = 60.0', '[agent]\ntimeout_sec = 1');
+    let release: () => void = () => undefined;
+    const deaf: HarborAgent = () => new Promise<void>((resolve) => (release = resolve));
+    const r = await run({ toml, solve: null }, { agent: deaf });
+    release();
+    expect(r.outcome).toMatchObject({ reward: 0, exceptionInfo: { exceptionType: 'AgentTimeoutError' } });
+    expect(r.result.exceptionInfo?.exceptionMessage).toMatch(/did not stop within 10 s of its signal/);
+    expect(r.result.steps.find((s) => s.name === 'agent')?.durationMs).toBeGreaterThanOrEqual(10_000);
+  });
+
+  it('artifacts are copied out before the verifier, as harbor does: what the agent left, never what the verifier wrote', async () => {
+    // A top-level key: before the first table.
+    const toml = taskToml().replace('version = "1.0"\n', 'version = "1.0"\nartifacts = ["/app/out.txt"]\n');
+    const solve = '#!/bin/sh\nmkdir -p /app && echo agent > /app/out.txt && echo agent > /logs/artifacts/mine.txt && echo solved > /app/done\n';
+    const test = `#!/bin/sh
+echo verifier > /app/out.txt; echo verifier > /logs/artifacts/mine.txt; echo verifier > /logs/artifacts/verifier.txt
+echo 1 > /logs/verifier/reward.txt
+`;
+    const r = await run({ toml, solve, test });
+    expect(r.outcome).toEqual({ reward: 1 });
+    expect(await readFile(join(r.attemptDir, 'artifacts', 'out.txt'), 'utf8')).toBe('agent\n');
+    expect(await readFile(join(r.attemptDir, 'artifacts', 'mine.txt'), 'utf8')).toBe('agent\n');
+    await expect(stat(join(r.attemptDir, 'artifacts', 'verifier.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
+    // A single file as an artifact lands as that file.
+    expect(r.result.artifacts).toContainEqual({ source: '/app/out.txt', destination: join('artifacts', 'out.txt'), status: 'copied' });
+    const steps = r.result.steps.map((s) => s.name);
+    expect(steps.indexOf('artifacts')).toBeLessThan(steps.indexOf('upload tests'));
   });
 
   it('an oracle run of a task without solve.sh is a ConfigError before any sandbox starts', async () => {

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { attemptDir, type AttemptResultFile, type HarborJobReport, type HarborTaskSummary } from '@berth/harbor';
+import { attemptDir, type AttemptResultFile, type HarborExceptionInfo, type HarborJobReport, type HarborTaskSummary } from '@berth/harbor';
 import type { SerializedError } from '@berth/core';
 import { UsageError } from '../usage-error.js';
 
@@ -43,6 +43,15 @@ export interface JobData {
   jobDir: string;
   report: HarborJobReport;
   tasks: TaskView[];
+}
+
+/**
+ * The agent's timeout or non-zero exit that harbor records and verifies past (its exception_info),
+ * for the task's chosen attempt: rewarded (in report.json) or the verifier's task failure (in that
+ * attempt's result.json).
+ */
+export function agentExceptionOf(task: TaskView): HarborExceptionInfo | undefined {
+  return task.summary.exceptionInfo ?? task.attempts.find((a) => a.chosen)?.result?.exceptionInfo;
 }
 
 export function causeChain(error: SerializedError | undefined): CauseLink[] {

@@ -1,4 +1,4 @@
-import type { JobData, TaskView } from '../job/job-data.js';
+import { agentExceptionOf, type JobData, type TaskView } from '../job/job-data.js';
 import { paint, type Paint } from './ansi.js';
 import { formatDuration } from '../duration.js';
 import { formatRatio, formatReward, formatTimestamp, humanize, printable } from './format.js';
@@ -85,10 +85,27 @@ function accounting(job: JobData, p: Paint): string[] {
     },
     { label: 'attempts', value: String(report.attempts), note: `retries ${report.retries}` },
   ];
+  const agentRow = agentExceptions(job);
+  if (agentRow) rows.splice(2, 0, agentRow);
   // Rarely non-zero, and then a reason the run is invalid: shown only when they matter.
   if (report.unscored > 0)
     rows.push({ label: 'unscored', value: String(report.unscored), note: `scored without a numeric ${report.score?.field ?? 'reward'}`, paintValue: p.yellow });
   return alignRows(rows);
+}
+
+/** Tasks scored although their agent timed out or exited non-zero (harbor's exception_info); none: no row. */
+function agentExceptions(job: JobData): TextRow | undefined {
+  const counts: Record<string, number> = {};
+  for (const task of job.tasks) {
+    const type = agentExceptionOf(task)?.exceptionType;
+    if (type) counts[type] = (counts[type] ?? 0) + 1;
+  }
+  const total = Object.values(counts).reduce((a, b) => a + b, 0);
+  if (total === 0) return undefined;
+  const types = Object.entries(counts)
+    .sort(([a, x], [b, y]) => y - x || a.localeCompare(b))
+    .map(([type, n]) => `${printable(type)} ${n}`);
+  return { label: 'agent errors', value: String(total), note: `${types.join(' · ')} · verified anyway, as harbor does` };
 }
 
 function optionalPaint(colour: ((t: string) => string) | undefined): Pick<TextRow, 'paintValue'> {

@@ -1,5 +1,5 @@
 import { cliWords } from '../cli-words.js';
-import type { JobData, TaskView } from '../job/job-data.js';
+import { agentExceptionOf, type JobData, type TaskView } from '../job/job-data.js';
 import { renderTable } from '../table.js';
 import type { Paint } from './ansi.js';
 import { formatReward, printable } from './format.js';
@@ -12,9 +12,12 @@ const ORDER: Record<string, number> = { infra_failed: 0, not_run: 1, task_failed
 
 function failureOf(task: TaskView): string {
   const { summary } = task;
-  if (!summary.failureType) return '';
-  const first = (summary.failureMessage ?? '').split('\n')[0] ?? '';
-  return printable(`${summary.failureType}: ${cliWords(first)}`);
+  // A rewarded task whose agent timed out (verified anyway, as harbor does) says so here.
+  const agent = summary.status === 'rewarded' ? agentExceptionOf(task) : undefined;
+  const type = summary.failureType ?? agent?.exceptionType;
+  if (!type) return '';
+  const first = ((summary.failureType ? summary.failureMessage : agent?.exceptionMessage) ?? '').split('\n')[0] ?? '';
+  return printable(`${type}: ${cliWords(first)}`);
 }
 
 /** One line per task: task, status, reward, attempts, and the failure's type and first line. */

@@ -7,8 +7,12 @@ export function taskVerdict(record: TaskRecord): string {
   if (record.status === 'scored') {
     if (record.failure) return `task_failed (${record.failure.type})`;
     const outcome = record.outcome;
-    const reward = outcome !== null && typeof outcome === 'object' && !Array.isArray(outcome) ? outcome.reward : undefined;
-    return `rewarded ${typeof reward === 'number' ? reward : '?'}`;
+    const fields = outcome !== null && typeof outcome === 'object' && !Array.isArray(outcome) ? outcome : {};
+    const reward = fields.reward;
+    // harbor's exception_info: the agent timed out (or exited non-zero) and was verified anyway.
+    const info = fields.exceptionInfo;
+    const type = info !== null && typeof info === 'object' && !Array.isArray(info) ? info.exceptionType : undefined;
+    return `rewarded ${typeof reward === 'number' ? reward : '?'}${typeof type === 'string' ? ` (${type})` : ''}`;
   }
   if (record.status === 'not_run') return `not_run (${record.notRunReason ?? 'cancelled'})`;
   return `infra_failed: ${describeFailure(record.failure)}`;
