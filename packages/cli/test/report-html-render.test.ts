@@ -49,6 +49,14 @@ describe('renderReportHtml', () => {
     for (const [name, texts] of found) for (const text of texts) expect(text, name).toBe(expected[name]);
   });
 
+  it("names the agent's timeout harbor verified past in the attempt's bar", () => {
+    const job = fixtureJob();
+    const attempt = job.tasks.find((t) => t.summary.taskId === 'solve-pass')!.attempts[0]!;
+    attempt.result!.exceptionInfo = { exceptionType: 'AgentTimeoutError', exceptionMessage: 'late', occurredAt: '2026-01-10T12:00:30.000Z' };
+    expect(html).not.toContain('AgentTimeoutError');
+    expect(renderReportHtml(job)).toContain('title="solve-pass · attempt 1 · chosen\nrewarded · reward 1 · AgentTimeoutError\n');
+  });
+
   it('lists every invalid reason, and says Valid when there are none', () => {
     for (const reason of FIXTURE_REPORT.invalidReasons) expect(html).toContain(`<li>${escapeHtml(reason)}</li>`);
     const valid = renderReportHtml(withReport(fixtureJob(), { valid: true, invalidReasons: [] }));

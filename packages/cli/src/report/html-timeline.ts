@@ -15,7 +15,15 @@ function barTitle(bar: PlacedAttempt): string {
   const { view } = bar;
   const lines = [
     `${view.taskId} · attempt ${view.attempt}${view.chosen ? ' · chosen' : ''}`,
-    [outcomeLabel(bar.outcome), view.reward !== undefined ? `reward ${formatReward(view.reward)}` : undefined, view.type].filter(Boolean).join(' · '),
+    // The agent's timeout or non-zero exit harbor records and verifies past (exception_info), beside the result.
+    [
+      outcomeLabel(bar.outcome),
+      view.reward !== undefined ? `reward ${formatReward(view.reward)}` : undefined,
+      view.type,
+      view.result?.exceptionInfo?.exceptionType,
+    ]
+      .filter(Boolean)
+      .join(' · '),
     `${formatDuration(view.durationMs)}${bar.estimated ? ' (no timestamps: placed after the previous attempt)' : ''}`,
   ];
   if (view.message) {
