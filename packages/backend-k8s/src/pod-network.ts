@@ -77,9 +77,9 @@ export class PodNetwork {
    * whose enforcement is unknown proves it on the way: cut off on 'none', reaching the probe address
    * on 'public', back where it started, before any command of the task runs.
    */
-  async settle(pod: string, mode: NetworkMode, environmentId: string): Promise<void> {
+  async settle(pod: string, mode: NetworkMode, environmentId: string, signal?: AbortSignal): Promise<void> {
     if (this.#enforced === undefined) {
-      const proof = this.#prove(pod, mode, environmentId);
+      const proof = this.#prove(pod, mode, environmentId, signal);
       this.#enforced = proof;
       try {
         this.#enforced = await proof;
@@ -94,16 +94,16 @@ export class PodNetwork {
     // A proof under way elsewhere that ends without a verdict leaves this pod's own check to decide.
     const verdict = await Promise.resolve(this.#enforced).catch(() => undefined);
     if (verdict === false) throw this.#notEnforced(environmentId);
-    if (!(await this.#await(pod, mode === 'none' ? 'blocked' : 'reached', environmentId))) throw this.#didNotHold(mode, environmentId);
+    if (!(await this.#await(pod, mode === 'none' ? 'blocked' : 'reached', environmentId, signal))) throw this.#didNotHold(mode, environmentId);
   }
 
   /** Enforced? Decided on this pod, which ends on the label it started with. */
-  async #prove(pod: string, mode: NetworkMode, environmentId: string): Promise<boolean> {
+  async #prove(pod: string, mode: NetworkMode, environmentId: string, signal?: AbortSignal): Promise<boolean> {
     const other: NetworkMode = mode === 'none' ? 'public' : 'none';
     const states = mode === 'none' ? (['blocked', 'reached'] as const) : (['reached', 'blocked'] as const);
     for (const [i, want] of [...states, states[0]].entries()) {
       if (i > 0) await this.label(pod, i === 1 ? other : mode);
-      if (await this.#await(pod, want, environmentId)) continue;
+      if (await this.#await(pod, want, environmentId, signal)) continue;
       if (want === 'reached') {
         if (i === 1) await this.label(pod, mode); // back to 'none' before giving up
         throw new ConfigError({
@@ -122,9 +122,11 @@ export class PodNetwork {
   }
 
   /** Probes until the pod sees `want` or waitMs runs out; true when it did. */
-  async #await(pod: string, want: 'reached' | 'blocked', environmentId: string): Promise<boolean> {
+  async #await(pod: string, want: 'reached' | 'blocked', environmentId: string, signal?: AbortSignal): Promise<boolean> {
     const deadline = Date.now() + this.#waitMs;
     for (;;) {
+      // The start's deadline or the caller's abort: stop probing (the kit says why).
+      signal?.throwIfAborted();
       const found = await probeFromPod(this.#cluster(), pod, this.#target);
       if (found === want) return true;
       if (found === 'no-tool' || found === 'no-address') throw this.#cannotProbe(found, environmentId);

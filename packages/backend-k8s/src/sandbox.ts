@@ -107,7 +107,7 @@ export class K8sSandbox implements SandboxTransport {
     await this.#waitRunning(ctx);
     if (this.#needsPolicy) {
       ctx.progress({ status: `checking from inside that network '${this.#spec.network}' holds` });
-      await this.#networkCall('start', () => this.#network.settle(this.#id, this.#spec.network, this.#id));
+      await this.#networkCall('start', () => this.#network.settle(this.#id, this.#spec.network, this.#id, ctx.signal));
     }
   }
 
