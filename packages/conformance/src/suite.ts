@@ -14,6 +14,7 @@ import { transferCases } from './cases/transfer.js';
 import { transferAbortCases } from './cases/transfer-abort.js';
 import { describeError, Harness } from './harness.js';
 import type { ConformanceOptions } from './options.js';
+import { CASE_REQUIREMENTS } from './requirements.js';
 
 /**
  * Register berth's behavioural conformance suite for one backend with vitest. Call it at the top
@@ -57,6 +58,9 @@ export function describeBackendConformance(options: ConformanceOptions): void {
 
     // The last hook of the suite: every child group's afterAll has run by now.
     afterAll(async () => {
+      // The requirement table is what the README's skip list is made from: it may name no case that is gone.
+      const unknown = Object.keys(CASE_REQUIREMENTS).filter((id) => !h.caseIds.includes(id));
+      if (unknown.length > 0) throw new Error(`CASE_REQUIREMENTS names case(s) the suite does not have: ${unknown.join(', ')}`);
       // The output says what this backend did not run and why, whatever the reporter shows of skipped tests.
       if (h.skipped.length > 0) {
         const lines = h.skipped.map((s) => `  [${s.id}] ${s.reason}`);

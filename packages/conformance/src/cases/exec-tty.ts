@@ -11,11 +11,9 @@ export function execTtyCases(h: Harness): void {
   describe('exec: tty', () => {
     const shared = h.sharedEnv();
     const env = (): Environment => shared.env;
-    const unsupported = () => (h.backend().capabilities.tty ? undefined : 'the backend does not claim tty');
 
     h.defineCase({
       id: 'exec.tty',
-      unsupported,
       title: 'tty: true gives the command a terminal on stdin and stdout (24x80), stderr merged into stdout, \\r\\n line endings',
       run: async () => {
         const r = await env().exec('test -t 0 && test -t 1 && echo tty-yes', { tty: true, timeoutMs: h.ms(15_000) });
@@ -31,7 +29,6 @@ export function execTtyCases(h: Harness): void {
 
     h.defineCase({
       id: 'exec.tty-size',
-      unsupported,
       title: 'tty: { rows, cols } is the size the command sees from its first instruction; a malformed size is a ConfigError on opts.tty',
       run: async () => {
         const r = await env().exec('stty size', { tty: { rows: 33, cols: 101 }, timeoutMs: h.ms(15_000) });
@@ -46,7 +43,6 @@ export function execTtyCases(h: Harness): void {
 
     h.defineCase({
       id: 'exec.tty-stdin',
-      unsupported,
       title: 'with tty, stdin is what the user types: an interactive sh runs the typed lines and exits with the typed status',
       run: async () => {
         const r = await env().exec(['sh'], { tty: true, stdin: 'echo typed-$((6*7))\nexit 5\n', timeoutMs: h.ms(20_000) });
@@ -59,7 +55,6 @@ export function execTtyCases(h: Harness): void {
 
     h.defineCase({
       id: 'exec.tty-timeout',
-      unsupported,
       title: 'a tty command past its timeoutMs is killed with its whole process tree, and the exec returns timedOut',
       run: async () => {
         const marker = 7501;

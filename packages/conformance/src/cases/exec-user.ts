@@ -7,10 +7,8 @@ export function execUserCases(h: Harness): void {
     const shared = h.sharedEnv();
     const env = (): Environment => shared.env;
 
-    const unsupported = () => (h.backend().capabilities.execUser ? undefined : 'the backend does not claim execUser');
     h.defineCase({
       id: 'exec.user',
-      unsupported,
       title: "opts.user runs the command as that uid (and group); the default is the image's user",
       run: async () => {
         expect((await env().exec(['id', '-u'])).stdout.trim()).toBe('0');
@@ -24,7 +22,6 @@ export function execUserCases(h: Harness): void {
 
     h.defineCase({
       id: 'exec.user-unknown',
-      unsupported,
       title: 'a user the image does not have, or a malformed one, is a ConfigError on opts.user, not an exit code',
       run: async () => {
         for (const user of ['berth-no-such-user', 'a b', '']) {

@@ -5,11 +5,8 @@ import type { Harness } from '../harness.js';
 /** Image mounts (seed 001: an agent runtime mounted into older task images), for backends that claim them. */
 export function mountCases(h: Harness): void {
   describe('mounts', () => {
-    const unsupported = () => (h.backend().capabilities.mounts.includes('image') ? undefined : 'the backend does not claim image mounts');
-
     h.defineCase({
       id: 'mounts.image',
-      unsupported,
       title: "an image mount puts another image's directory, or its whole filesystem, read-only at the target",
       run: async () => {
         const image = h.options.images.basic;
@@ -33,7 +30,6 @@ export function mountCases(h: Harness): void {
 
     h.defineCase({
       id: 'mounts.image-missing-subpath',
-      unsupported,
       title: 'an image mount of a directory the image does not have is a ConfigError on spec.mounts that names it',
       run: async () => {
         const spec = h.spec({ mounts: [{ type: 'image', image: h.options.images.basic, subpath: 'no/such/dir', target: '/opt/runtime' }] });
