@@ -104,6 +104,8 @@ export class PodNetwork {
     for (const [i, want] of [...states, states[0]].entries()) {
       if (i > 0) await this.label(pod, i === 1 ? other : mode);
       if (await this.#await(pod, want, environmentId, signal)) continue;
+      // It held once already: the enforcer is slow or failing, not absent (no verdict).
+      if (i === 2) throw this.#didNotHold(mode, environmentId);
       if (want === 'reached') {
         if (i === 1) await this.label(pod, mode); // back to 'none' before giving up
         throw new ConfigError({
