@@ -21,6 +21,7 @@ export interface BackendFlags {
   context?: string;
   namespace?: string;
   buildRepository?: string;
+  networkProbe?: string;
 }
 
 /** Where a flag applies: a k8s flag with another backend is a mistake worth saying. */
@@ -29,6 +30,7 @@ const K8S_FLAGS = [
   ['context', '--context'],
   ['namespace', '--namespace'],
   ['buildRepository', '--build-repository'],
+  ['networkProbe', '--network-probe'],
 ] as const;
 
 /**
@@ -45,6 +47,10 @@ export function addBackendOptions(command: Command, { mirror = true } = {}): Com
     .option(
       '--build-repository <repo>',
       'k8s: build environment/Dockerfile images with the local Docker engine and push them to this repository (e.g. registry.example/team/berth-builds), for the cluster to pull; default $BERTH_BUILD_REPOSITORY',
+    )
+    .option(
+      '--network-probe <host:port>',
+      "k8s: an address every public pod reaches, for checking a pod's network from inside (offline tasks; default: the API server's service)",
     );
   if (mirror) command.option('--mirror <from=to>', 'pull images starting with <from> from <to> instead (repeatable)', collect);
   return command;
@@ -67,12 +73,21 @@ async function importBackend(name: BackendName): Promise<Record<string, unknown>
   }
 }
 
+/** --network-probe's host:port (an IPv6 host in brackets). */
+function parseProbe(text: string): { host: string; port: number } {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s]+):(\d{1,5})$/.exec(text);
+  const port = Number(m?.[2]);
+  if (!m || port < 1 || port > 65535) throw new UsageError(`--network-probe wants host:port (e.g. 10.0.0.1:443), got "${text}"`);
+  return { host: (m[1] as string).replace(/^\[|\]$/g, ''), port };
+}
+
 /** The k8s options the flags give: kubeconfig source, namespace, and a builder that pushes where the cluster pulls. */
 async function k8sOptions(flags: BackendFlags, env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
   const options: Record<string, unknown> = {};
   if (flags.kubeconfig || flags.context)
     options.kubeconfig = { ...(flags.kubeconfig ? { file: flags.kubeconfig } : {}), ...(flags.context ? { context: flags.context } : {}) };
   if (flags.namespace) options.namespace = flags.namespace;
+  if (flags.networkProbe) options.networkPolicy = { probe: parseProbe(flags.networkProbe) };
   const repository = flags.buildRepository ?? env.BERTH_BUILD_REPOSITORY;
   if (repository) {
     const docker = await importBackend('docker');

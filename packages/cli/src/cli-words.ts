@@ -27,6 +27,7 @@ const HINTS: ReadonlyArray<readonly [RegExp, string]> = [
   [/use agent 'none' or add one/g, 'use --agent none, or add one'],
   [/pass fresh: true to start over/g, 'run again with --fresh to start over'],
   [/or use another jobDir/g, 'or give another --job-dir'],
+  [/set options\.networkPolicy\.probe to an address every public pod reaches/g, 'give --network-probe <host:port>, an address every public pod reaches'],
   [/options\.namespace/g, '--namespace'],
 ];
 

@@ -1,11 +1,12 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import type { HarborJobReport } from '@berth/harbor';
-import { ADMIN_KUBECONFIG, adminApi, BERTH_KUBECONFIG, NAMESPACE } from '../../backend-k8s/test/support/cluster.js';
+import { ADMIN_KUBECONFIG, adminApi, BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS } from '../../backend-k8s/test/support/cluster.js';
 import { ModalSimulator } from '../../backend-modal/test/sim/index.js';
 import { berth } from './support/berth-bin.js';
 import { writeDataset } from './support/dataset.js';
@@ -37,18 +38,19 @@ describe('berth run on other backends', () => {
       { id: 'k8s-pass', kind: 'pass', image: '127.0.0.1:5000/berth/private-busybox:k8s' },
       { id: 'k8s-fail', kind: 'fail', image: '127.0.0.1:5000/berth/private-busybox:k8s' },
     ]);
-    // The k8s backend does not claim network "none" (egress is the cluster's policy): these tasks use harbor's default.
-    for (const id of ['k8s-pass', 'k8s-fail']) {
-      const toml = join(tasks, id, 'task.toml');
-      await writeFile(toml, (await readFile(toml, 'utf8')).replace('network_mode = "no-network"\n', ''));
-    }
+    // The tasks are offline (no-network). The test cluster has no kube-proxy, so a pod cannot reach the
+    // API server's service, berth's default address for checking a pod's network from inside: a
+    // listener on the pods' bridge is given with --network-probe instead.
+    const probe = createServer((socket) => socket.end());
+    await new Promise<void>((resolve) => probe.listen(0, POD_BRIDGE_ADDRESS, resolve));
+    const network = ['--network-probe', `${POD_BRIDGE_ADDRESS}:${(probe.address() as AddressInfo).port}`];
     const env = { KUBECONFIG: BERTH_KUBECONFIG, DOCKER_CONFIG: dockerConfig };
-    const preflight = await berth(['preflight', tasks, '--backend', 'k8s'], { env });
+    const preflight = await berth(['preflight', tasks, '--backend', 'k8s', ...network], { env });
     expect(preflight.code, preflight.stdout + preflight.stderr).toBe(0);
     expect(preflight.stdout).toMatch(/OK +rbac: /);
 
     const jobDir = join(root, 'k8s-job');
-    const result = await berth(['run', tasks, '--backend', 'k8s', '--job-dir', jobDir], { env, timeoutMs: 240_000 });
+    const result = await berth(['run', tasks, '--backend', 'k8s', ...network, '--job-dir', jobDir], { env, timeoutMs: 240_000 }).finally(() => probe.close());
     expect(result.code, result.stdout + result.stderr).toBe(0);
     const job = await report(jobDir);
     expect(job.backend).toBe('k8s');
@@ -98,6 +100,9 @@ describe('berth run on other backends', () => {
     const misplaced = await berth(['run', built, '-n', NAMESPACE, '--job-dir', join(root, 'misplaced')]);
     expect(misplaced.code).toBe(2);
     expect(misplaced.stderr).toMatch(/--namespace is for --backend k8s, not --backend docker/);
+    const badProbe = await berth(['run', built, ...k8s, '--network-probe', 'nowhere', '--job-dir', join(root, 'bad-probe')], { env });
+    expect(badProbe.code).toBe(2);
+    expect(badProbe.stderr).toMatch(/--network-probe wants host:port \(e\.g\. 10\.0\.0\.1:443\), got "nowhere"/);
   }, 400_000);
 
   it('k8s with no kubeconfig anywhere: run stops before any task (exit 2), preflight fails its kubeconfig check, both saying what to set', async () => {
