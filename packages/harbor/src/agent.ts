@@ -62,7 +62,16 @@ interface AgentRun {
  */
 export function checkAgentCanRun(agent: HarborAgent, task: HarborTask, hostEnv: HostEnv): void {
   if (agent !== 'oracle') return;
-  if (task.solutionDir === undefined) {
+  // harbor's oracle runs each step's steps/<name>/solution/solve.sh, else the task's solution/solve.sh.
+  const missing = task.steps?.find((step) => step.solutionDir === undefined);
+  if (missing) {
+    throw new ConfigError({
+      operation: 'config',
+      path: `steps/${missing.name}/solution/solve.sh`,
+      message: `task ${task.id} (${task.dir}): step "${missing.name}" has no steps/${missing.name}/solution/solve.sh${task.solutionDir === undefined ? ' and the task no solution/solve.sh' : ''}, which the oracle agent runs for it; use agent 'none' or add one`,
+    });
+  }
+  if (task.steps === undefined && task.solutionDir === undefined) {
     throw new ConfigError({
       operation: 'config',
       path: 'solution/solve.sh',

@@ -1,4 +1,14 @@
-export type { HarborArtifact, HarborCollectCommand, HarborHealthcheck, HarborNetwork, HarborOutcome, HarborTask } from './task.js';
+export type {
+  HarborArtifact,
+  HarborCollectCommand,
+  HarborHealthcheck,
+  HarborNetwork,
+  HarborOutcome,
+  HarborStep,
+  HarborStepSummary,
+  HarborTask,
+} from './task.js';
+export type { StepExceptionInfo, StepResultRecord, StepVerifierResult } from './multi-step-reward.js';
 export { DEFAULT_BUILD_TIMEOUT_SEC, DEFAULT_VERIFIER_TIMEOUT_SEC } from './task.js';
 export { loadHarborTask, loadHarborTasks, type LoadOptions } from './load-task.js';
 export type { HostEnv } from './env-template.js';

@@ -8,7 +8,7 @@ import { attemptDir, writeJsonFile } from './result-file.js';
 import type { HostEnv } from './env-template.js';
 import type { HarborExceptionInfo } from './exception-info.js';
 import type { SpecOverrides } from './spec.js';
-import type { HarborOutcome, HarborTask } from './task.js';
+import type { HarborOutcome, HarborStepSummary, HarborTask } from './task.js';
 import { createHarborTrial, type HarborHooks } from './trial.js';
 
 export interface HarborJobOptions extends Omit<RunTrialsOptions<HarborTask>, 'journal' | 'taskId' | 'runIdentity' | 'taskVersion'> {
@@ -64,6 +64,8 @@ export interface HarborTaskSummary {
   rewards?: Record<string, number>;
   /** The chosen attempt's agent timed out (or a command agent exited non-zero) and was verified anyway, as harbor records it. */
   exceptionInfo?: HarborExceptionInfo;
+  /** A multi-step task's steps in the chosen attempt: each one's reward, what went wrong in it, or skipped. */
+  steps?: HarborStepSummary[];
   /** For a task failure (chosen), or the last failure of an infra_failed / not_run task. */
   failureCategory?: string;
   failureType?: string;
@@ -103,6 +105,7 @@ function summarise(jobDir: string, record: TaskRecord<HarborOutcome>): HarborTas
     summary.reward = record.outcome.reward;
     if (record.outcome.rewards) summary.rewards = record.outcome.rewards;
     if (record.outcome.exceptionInfo) summary.exceptionInfo = record.outcome.exceptionInfo;
+    if (record.outcome.steps) summary.steps = record.outcome.steps;
   }
   if (record.failure) {
     summary.failureCategory = record.failure.category;

@@ -1,7 +1,8 @@
-import { readFile, readdir, stat } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { ConfigError } from '@berth/core';
 import { parse as parseToml } from 'smol-toml';
+import { kindOf } from './path-kind.js';
 import { parseSizeToMb } from './size.js';
 import { taskContentHash } from './task-hash.js';
 import { scriptNotes } from './task-preflight.js';
@@ -19,19 +20,10 @@ import {
   gpuTypesOf,
 } from './task-semantics.js';
 import { fieldError, parseTaskToml, type EnvironmentTable, type TaskToml } from './task-toml.js';
+import { stepsOf } from './task-steps.js';
 import { collectCommandsOf } from './verifier-collect.js';
 
 const optional = <K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> => (value === undefined ? {} : ({ [key]: value } as Record<K, V>));
-
-async function kindOf(path: string): Promise<'file' | 'dir' | undefined> {
-  try {
-    const st = await stat(path);
-    return st.isDirectory() ? 'dir' : st.isFile() ? 'file' : undefined;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined;
-    throw error;
-  }
-}
 
 function configError(path: string, message: string, cause?: unknown): ConfigError {
   return new ConfigError({ operation: 'config', path, message, ...(cause === undefined ? {} : { cause }) });
@@ -119,7 +111,9 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
   const composeFile = (await kindOf(join(taskDir, 'environment', 'docker-compose.yaml'))) === 'file' ? 'docker-compose.yaml' : undefined;
   const compose = composeFile ?? ((await kindOf(join(taskDir, 'environment', 'docker-compose.yml'))) === 'file' ? 'docker-compose.yml' : undefined);
   refuseUnsupported(configPath, toml, compose);
-  const separate = separateVerifier(configPath, toml) ? verifierTable(configPath, toml) : undefined;
+  // A multi-step task verifies each step in the agent's sandbox (task-steps.ts refuses the rest).
+  const multiStep = (toml.steps?.length ?? 0) > 0;
+  const separate = !multiStep && separateVerifier(configPath, toml) ? verifierTable(configPath, toml) : undefined;
   const network = phaseNetworks(configPath, toml, separate);
   const notes = acceptedNotes(root, toml);
   const verifierCollect = collectCommandsOf(configPath, toml, notes);
@@ -144,7 +138,8 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
   }
 
   const testsDir = join(taskDir, 'tests');
-  if ((await kindOf(join(testsDir, 'test.sh'))) !== 'file') {
+  // A multi-step task's steps may each bring their own test.sh (stepsOf checks each has one).
+  if (!multiStep && (await kindOf(join(testsDir, 'test.sh'))) !== 'file') {
     throw configError('tests/test.sh', `task ${id} (${taskDir}) has no tests/test.sh: without a verifier it cannot be scored`);
   }
   const solutionDir = join(taskDir, 'solution');
@@ -178,6 +173,9 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
     ...(toml.agent.user !== undefined ? { agent: String(toml.agent.user) } : {}),
     ...(toml.verifier.user !== undefined ? { verifier: String(toml.verifier.user) } : {}),
   };
+  const agentTimeoutSec = toml.agent.timeout_sec;
+  const defaults = { users, network, testsDir, ...(hasSolution ? { solutionDir } : {}), ...(agentTimeoutSec !== undefined ? { agentTimeoutSec } : {}) };
+  const steps = await stepsOf(configPath, taskDir, toml, defaults, notes, host);
 
   return {
     id,
@@ -203,6 +201,7 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
     testsDir,
     ...(hasSolution ? { solutionDir } : {}),
     ...(hasInstruction ? { instructionPath } : {}),
+    ...(steps ? { steps, multiStepRewardStrategy: toml.multi_step_reward_strategy ?? 'mean' } : {}),
   };
 }
 

@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { ConfigError, classifyFailure, redactSecrets, serializeError, type ClassifiedFailure, type SerializedError } from '@berth/core';
 import type { ArtifactRecord } from './artifacts.js';
 import type { HarborExceptionInfo } from './exception-info.js';
+import type { StepResultRecord } from './multi-step-reward.js';
 import type { ResolvedEnvironment } from './spec.js';
 import type { StepTiming } from './steps.js';
 import type { CollectRecord } from './verifier-collect.js';
@@ -37,6 +38,11 @@ export interface AttemptResultFile {
   artifacts?: ArtifactRecord[];
   outcome?: HarborOutcome;
   failure?: AttemptFailureJson;
+  /**
+   * A multi-step task's steps that ran, in order (harbor's `step_results`): each one's verifier
+   * result or exception; their files are under steps/<name>/ (agent/, verifier/, artifacts/, collect/).
+   */
+  stepResults?: StepResultRecord[];
   /**
    * harbor's `exception_info`: the agent timed out, or a command agent exited non-zero, and the
    * attempt went on to collect, artifacts and the verifier. Beside the outcome (whose reward

@@ -9,7 +9,14 @@ import type { HarborOutcome } from './task.js';
  * The agent's timeout is none of them: as in harbor, the attempt goes on to the verifier, whose
  * reward counts, and the timeout is recorded beside it (HarborExceptionInfo).
  */
-export type HarborFailureKind = 'RewardFileMissing' | 'RewardFileEmpty' | 'RewardFileInvalid' | 'VerifierTimeout';
+export type HarborFailureKind =
+  | 'RewardFileMissing'
+  | 'RewardFileEmpty'
+  | 'RewardFileInvalid'
+  | 'VerifierTimeout'
+  // A multi-step task whose steps left no reward because a step's setup.sh or healthcheck failed.
+  | 'StepSetupFailed'
+  | 'StepHealthcheckFailed';
 
 export interface FailureContext {
   backend?: string;

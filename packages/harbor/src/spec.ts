@@ -22,6 +22,15 @@ export interface ResolvedEnvironment {
   workdir?: string;
   timeouts: { agentSec: number | null; verifierSec: number; buildSec?: number };
   healthcheck?: string;
+  /** A multi-step task's steps, each with what it runs with (env names never values). */
+  steps?: Array<{
+    name: string;
+    network: { agent: HarborNetwork; verifier: HarborNetwork };
+    users: { agent?: string; verifier?: string };
+    timeouts: { agentSec: number | null; verifierSec: number };
+    verifierEnv: string[];
+    minReward?: number | Record<string, number>;
+  }>;
   /** A separate verifier's sandbox (`environment_mode = "separate"`). */
   verifierSandbox?: {
     image: string | { build: { context: string; dockerfile: string; timeoutSec: number } };
@@ -51,6 +60,8 @@ function merge(base: EnvironmentSpecInput, extra: Partial<EnvironmentSpecInput>)
 /** Does any phase run on another network than the rest? Then the sandbox switches between them. */
 export function switchesNetwork(task: HarborTask): boolean {
   const { environment, agent, verifier } = task.network;
+  // A multi-step task's phases are its steps' (each verified in the agent's sandbox).
+  if (task.steps) return task.steps.some((step) => step.network.agent !== environment || step.network.verifier !== environment);
   // A separate verifier has a sandbox of its own, made on its network.
   return agent !== environment || (task.verifierEnvironment === undefined && verifier !== environment);
 }
@@ -83,7 +94,8 @@ export function buildSpec(
       message: `task ${task.id} runs with network ${environment}, its agent with ${agent} and its verifier with ${verifier}; the ${backend.name} backend cannot switch a sandbox's network between phases, and running a phase on another network would change the task. Use a backend that can (docker), or one network_mode for the whole task`,
     });
   }
-  const users = Object.entries(task.users).filter(([, user]) => user !== undefined && user !== '0' && user !== 'root');
+  const phases = [task.users, ...(task.steps ?? []).map((step) => step.users)].flatMap((users) => Object.entries(users));
+  const users = [...new Map(phases.filter(([, user]) => user !== undefined && user !== '0' && user !== 'root').map((e) => [e.join(':'), e])).values()];
   if (users.length > 0 && !backend.capabilities.execUser) {
     throw new CapabilityError({
       operation: 'config',
@@ -194,6 +206,18 @@ export function resolvedEnvironment(task: HarborTask, spec: EnvironmentSpecInput
     },
     ...(task.healthcheck ? { healthcheck: task.healthcheck.command } : {}),
     ...(task.verifierEnvironment ? { verifierSandbox: verifierRecord(task, task.verifierEnvironment) } : {}),
+    ...(task.steps
+      ? {
+          steps: task.steps.map((step) => ({
+            name: step.name,
+            network: { ...step.network },
+            users: { ...step.users },
+            timeouts: { agentSec: step.agentTimeoutSec ?? null, verifierSec: step.verifierTimeoutSec },
+            verifierEnv: [...new Set([...Object.keys(task.env.verifier), ...Object.keys(step.verifierEnv)])].sort(),
+            ...(step.minReward !== undefined ? { minReward: step.minReward } : {}),
+          })),
+        }
+      : {}),
   };
 }
 

@@ -24,16 +24,24 @@ export interface StepTiming {
  * error goes on, so result.json shows where a failed attempt stopped and how long it had run.
  */
 export class StepTimer {
-  readonly steps: StepTiming[] = [];
+  readonly steps: StepTiming[];
   readonly #t0: number;
+  readonly #prefix: string;
 
-  constructor(t0 = performance.now()) {
+  constructor(t0 = performance.now(), steps: StepTiming[] = [], prefix = '') {
     this.#t0 = t0;
+    this.steps = steps;
+    this.#prefix = prefix;
+  }
+
+  /** A timer whose steps go into the same list, named `<prefix>: <name>` (a multi-step task's step). */
+  scoped(prefix: string): StepTimer {
+    return new StepTimer(this.#t0, this.steps, `${this.#prefix}${prefix}: `);
   }
 
   async run<T>(name: string, fn: () => Promise<T>, describe?: (result: T) => Partial<StepTiming>): Promise<T> {
     const started = performance.now();
-    const step: StepTiming = { name, offsetMs: round(started - this.#t0), durationMs: 0, ended: 'threw' };
+    const step: StepTiming = { name: `${this.#prefix}${name}`, offsetMs: round(started - this.#t0), durationMs: 0, ended: 'threw' };
     this.steps.push(step);
     try {
       const result = await fn();

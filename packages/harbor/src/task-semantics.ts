@@ -16,6 +16,20 @@ function unsupported(file: string, capability: string, message: string): Capabil
   return new CapabilityError({ operation: 'config', capability, message: `${file}: ${message}` });
 }
 
+/** `allowed_hosts` without "allowlist" is harbor's error too; "allowlist" itself berth cannot enforce. */
+export function refusePhaseNetwork(file: string, field: string, mode: string | undefined, hosts: readonly string[] | undefined): void {
+  if (hosts !== undefined && mode !== 'allowlist') {
+    throw fieldError(file, `${field}.allowed_hosts`, `is only valid with ${field}.network_mode = "allowlist" (harbor refuses it too)`);
+  }
+  if (mode === 'allowlist') {
+    throw unsupported(
+      file,
+      'network.allowlist',
+      `${field}.network_mode = "allowlist" limits the network to named hosts, which berth cannot enforce; use "public" or "no-network" (running it fully open or fully closed would change the task)`,
+    );
+  }
+}
+
 /**
  * The network of each phase. The baseline is `[environment] network_mode`, else the deprecated
  * `allow_internet` (false: no network), else public (harbor's default); `[agent]` and
@@ -23,18 +37,7 @@ function unsupported(file: string, capability: string, message: string): Capabil
  */
 export function phaseNetworks(file: string, toml: TaskToml, separate?: EnvironmentTable): HarborTask['network'] {
   const env = toml.environment;
-  const check = (field: string, mode: string | undefined, hosts: readonly string[] | undefined) => {
-    if (hosts !== undefined && mode !== 'allowlist') {
-      throw fieldError(file, `${field}.allowed_hosts`, `is only valid with ${field}.network_mode = "allowlist" (harbor refuses it too)`);
-    }
-    if (mode === 'allowlist') {
-      throw unsupported(
-        file,
-        'network.allowlist',
-        `${field}.network_mode = "allowlist" limits the network to named hosts, which berth cannot enforce; use "public" or "no-network" (running it fully open or fully closed would change the task)`,
-      );
-    }
-  };
+  const check = (field: string, mode: string | undefined, hosts: readonly string[] | undefined) => refusePhaseNetwork(file, field, mode, hosts);
   check('environment', env.network_mode, env.allowed_hosts);
   check('agent', toml.agent.network_mode, toml.agent.allowed_hosts);
   check('verifier', toml.verifier.network_mode, toml.verifier.allowed_hosts);
@@ -80,13 +83,15 @@ export function refuseUnsupported(file: string, toml: TaskToml, hasCompose: stri
       'is a multi-container (docker compose) environment, which berth does not run: it runs one sandbox per trial on every backend. Fold the services into one image, or run this task with harbor itself',
     );
   }
-  if (toml.steps !== undefined && toml.steps.length > 0) {
-    throw fieldError(file, '[[steps]]', 'makes a multi-step task, which berth does not run yet: each step would need its own agent and verifier phase');
-  }
   refuseEnvironment(file, 'environment', toml.environment);
-  for (const [i, entry] of (toml.artifacts ?? []).entries()) {
+  refuseArtifactServices(file, toml.artifacts ?? [], 'artifacts');
+}
+
+/** An `artifacts` entry from a compose service other than "main": berth runs one sandbox. */
+export function refuseArtifactServices(file: string, entries: NonNullable<TaskToml['artifacts']>, at: string): void {
+  for (const [i, entry] of entries.entries()) {
     if (typeof entry === 'object' && entry.service !== undefined && entry.service !== 'main') {
-      throw fieldError(file, `artifacts[${i}].service`, `names the compose service "${entry.service}"; berth runs one sandbox ("main")`);
+      throw fieldError(file, `${at}[${i}].service`, `names the compose service "${entry.service}"; berth runs one sandbox ("main")`);
     }
   }
 }
@@ -96,7 +101,7 @@ export function gpuTypesOf(env: EnvironmentTable): { gpuTypes?: string[] } {
   return (env.gpus ?? 0) > 0 && env.gpu_types?.length ? { gpuTypes: [...env.gpu_types] } : {};
 }
 
-export function healthcheckOf(env: EnvironmentTable): HarborHealthcheck | undefined {
+export function healthcheckOf(env: Pick<EnvironmentTable, 'healthcheck'>): HarborHealthcheck | undefined {
   const h = env.healthcheck;
   if (!h) return undefined;
   return {
@@ -109,15 +114,15 @@ export function healthcheckOf(env: EnvironmentTable): HarborHealthcheck | undefi
   };
 }
 
-export function artifactsOf(file: string, toml: TaskToml, notes: string[]): HarborArtifact[] {
-  return (toml.artifacts ?? []).map((entry, i) => {
+export function artifactsOf(file: string, toml: TaskToml, notes: string[], entries = toml.artifacts ?? [], at = 'artifacts'): HarborArtifact[] {
+  return entries.map((entry, i) => {
     const source = typeof entry === 'string' ? entry : entry.source;
     const destination = typeof entry === 'string' ? undefined : entry.destination;
-    if (source.split('/').includes('..')) throw fieldError(file, `artifacts[${i}]`, `must not contain "..", got ${JSON.stringify(source)}`);
+    if (source.split('/').includes('..')) throw fieldError(file, `${at}[${i}]`, `must not contain "..", got ${JSON.stringify(source)}`);
     if (destination !== undefined && (destination.startsWith('/') || destination.split('/').includes('..'))) {
-      throw fieldError(file, `artifacts[${i}].destination`, `must be a relative path without "..", got ${JSON.stringify(destination)}`);
+      throw fieldError(file, `${at}[${i}].destination`, `must be a relative path without "..", got ${JSON.stringify(destination)}`);
     }
-    if (typeof entry === 'object' && entry.exclude?.length) notes.push(`artifacts[${i}].exclude not applied: ${source} is downloaded whole`);
+    if (typeof entry === 'object' && entry.exclude?.length) notes.push(`${at}[${i}].exclude not applied: ${source} is downloaded whole`);
     return { source, ...(destination ? { destination } : {}) };
   });
 }

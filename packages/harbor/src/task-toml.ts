@@ -57,6 +57,15 @@ const optionalSection = <S extends z.ZodRawShape>(shape: S) =>
 
 const phaseNetwork = { network_mode: networkMode.optional(), allowed_hosts: texts.optional() };
 
+const healthcheckShape = {
+  command: text,
+  interval_sec: positive().optional(),
+  timeout_sec: positive().optional(),
+  start_period_sec: check<number>((v) => typeof v === 'number' && v >= 0, 'a number >= 0').optional(),
+  start_interval_sec: positive().optional(),
+  retries: count.optional(),
+};
+
 const environmentShape = {
   docker_image: text.optional(),
   build_timeout_sec: positive().optional(),
@@ -74,14 +83,7 @@ const environmentShape = {
   env: envTable.optional(),
   mcp_servers: tables.optional(),
   skills_dir: text.optional(),
-  healthcheck: optionalSection({
-    command: text,
-    interval_sec: positive().optional(),
-    timeout_sec: positive().optional(),
-    start_period_sec: check<number>((v) => typeof v === 'number' && v >= 0, 'a number >= 0').optional(),
-    start_interval_sec: positive().optional(),
-    retries: count.optional(),
-  }),
+  healthcheck: optionalSection(healthcheckShape),
   workdir: absolute.optional(),
 };
 
@@ -107,29 +109,57 @@ const collectEntry = z.looseObject(collectEntryShape, {
   error: (issue) => `must be a table { command, timeout_sec?, user?, service? }, got ${shown(issue.input)}`,
 });
 
+const artifactList = z.array(artifact, { error: (issue) => `must be an array, got ${shown(issue.input)}` });
+const agentShape = { timeout_sec: positive().optional(), user: user.optional(), ...phaseNetwork };
+const verifierShape = {
+  timeout_sec: positive().optional(),
+  env: envTable.optional(),
+  user: user.optional(),
+  ...phaseNetwork,
+  environment_mode: check<'shared' | 'separate'>((v) => v === 'shared' || v === 'separate', '"shared" or "separate"').optional(),
+  environment: z.unknown().optional(),
+  collect: z.array(collectEntry, { error: (issue) => `must be an array of tables ([[verifier.collect]]), got ${shown(issue.input)}` }).optional(),
+};
+/** `min_reward`: a number (gates on "reward") or a table of numbers (gates on each key), as harbor's StepConfig. */
+const minReward = check<number | Record<string, number>>(
+  (v) =>
+    (typeof v === 'number' && Number.isFinite(v)) ||
+    (v !== null &&
+      typeof v === 'object' &&
+      !Array.isArray(v) &&
+      !(v instanceof Date) &&
+      Object.values(v).every((n) => typeof n === 'number' && Number.isFinite(n))),
+  'a number or a table of numbers, e.g. 1.0 or { correctness = 0.8 }',
+);
+/** One `[[steps]]` entry (harbor's StepConfig). */
+const stepShape = {
+  name: text,
+  agent: section(agentShape),
+  verifier: section(verifierShape),
+  min_reward: minReward.optional(),
+  healthcheck: optionalSection(healthcheckShape),
+  artifacts: artifactList.optional(),
+};
+const stepEntry = z.looseObject(stepShape, {
+  error: (issue) => `must be a table ([[steps]] with name, agent, verifier, min_reward, healthcheck, artifacts), got ${shown(issue.input)}`,
+});
+
 export const TaskTomlSchema = z.looseObject({
   schema_version: z.unknown().optional(),
   version: z.unknown().optional(),
   source: z.unknown().optional(),
-  multi_step_reward_strategy: z.unknown().optional(),
-  artifacts: z.array(artifact, { error: (issue) => `must be an array, got ${shown(issue.input)}` }).optional(),
-  steps: tables.optional(),
+  multi_step_reward_strategy: check<'mean' | 'final'>((v) => v === 'mean' || v === 'final', '"mean" or "final"').optional(),
+  artifacts: artifactList.optional(),
+  steps: z.array(stepEntry, { error: (issue) => `must be an array of tables ([[steps]]), got ${shown(issue.input)}` }).optional(),
   task: optionalSection({ name: text.optional() }),
   metadata: z.unknown().optional(),
   environment: EnvironmentTableSchema,
-  agent: section({ timeout_sec: positive().optional(), user: user.optional(), ...phaseNetwork }),
-  verifier: section({
-    timeout_sec: positive().optional(),
-    env: envTable.optional(),
-    user: user.optional(),
-    ...phaseNetwork,
-    environment_mode: check<'shared' | 'separate'>((v) => v === 'shared' || v === 'separate', '"shared" or "separate"').optional(),
-    environment: z.unknown().optional(),
-    collect: z.array(collectEntry, { error: (issue) => `must be an array of tables ([[verifier.collect]]), got ${shown(issue.input)}` }).optional(),
-  }),
+  agent: section(agentShape),
+  verifier: section(verifierShape),
   solution: section({ env: envTable.optional() }),
 });
 export type TaskToml = z.output<typeof TaskTomlSchema>;
+export type StepToml = NonNullable<TaskToml['steps']>[number];
 
 /** Every field harbor's schema has, by table; `*` marks free-form tables. */
 const KNOWN: Record<string, readonly string[] | '*'> = {
@@ -163,6 +193,13 @@ const KNOWN: Record<string, readonly string[] | '*'> = {
   'verifier.environment.healthcheck': ['command', 'interval_sec', 'timeout_sec', 'start_period_sec', 'start_interval_sec', 'retries'],
   solution: ['env'],
   'solution.env': '*',
+  // Each [[steps]] entry's fields (an array: its unknown keys are listed by stepsOf, as steps[i].<key>).
+  steps: Object.keys(stepShape),
+  'steps.agent': Object.keys(agentShape),
+  'steps.verifier': Object.keys(verifierShape),
+  'steps.verifier.env': '*',
+  'steps.verifier.environment': '*',
+  'steps.healthcheck': Object.keys(healthcheckShape),
 };
 
 /** Fields outside harbor's schema (`environment.memory_gb`, `[scoring]`...), as dotted paths. */
@@ -188,7 +225,7 @@ export function likelyMeant(path: string): string | undefined {
   return best && best[1] > 0 && best[1] <= Math.max(1, Math.floor(key.length / 4)) ? (at ? `${at}.${best[0]}` : best[0]) : undefined;
 }
 
-export function unknownFields(root: Record<string, unknown>): string[] {
+export function unknownFields(root: Record<string, unknown>, from = ''): string[] {
   const out: string[] = [];
   const walk = (table: Record<string, unknown>, at: string) => {
     const known = KNOWN[at];
@@ -200,7 +237,7 @@ export function unknownFields(root: Record<string, unknown>): string[] {
         walk(value as Record<string, unknown>, path);
     }
   };
-  walk(root, '');
+  walk(root, from);
   return out;
 }
 

@@ -51,6 +51,44 @@ export interface HarborVerifierEnvironment {
 }
 
 /**
+ * One `[[steps]]` entry of a multi-step task, with its `steps/<name>/` directory, settings resolved
+ * as harbor resolves them against the task's (the step's own, else the task's).
+ */
+export interface HarborStep {
+  name: string;
+  /** Absolute path of steps/<name>/. */
+  dir: string;
+  /** steps/<name>/instruction.md (required, as in harbor). */
+  instructionPath: string;
+  /** What is uploaded to /tests before this step's verifier, in order: the task's tests/ (when present), then steps/<name>/tests/ over it. */
+  testsDirs: string[];
+  /** steps/<name>/solution/ when it holds solve.sh, else the task's solution/ (harbor's oracle falls back to it); absent: neither. */
+  solutionDir?: string;
+  /** steps/<name>/workdir/: uploaded into the workdir before the step's agent. */
+  workdirDir?: string;
+  /** steps/<name>/workdir/setup.sh exists: run (bash, as the step's agent user, in the workdir) after the upload. */
+  hasSetup: boolean;
+  /** `[steps.agent] timeout_sec`, else `[agent] timeout_sec`; undefined is no timeout. */
+  agentTimeoutSec?: number;
+  /** `[steps.verifier] timeout_sec`, else 600: harbor's step verifier table defaults it, so `[verifier] timeout_sec` is not inherited. */
+  verifierTimeoutSec: number;
+  /** `[steps.agent] user` / `[steps.verifier] user`, else the task's. */
+  users: { agent?: string; verifier?: string };
+  /** `[steps.agent]` / `[steps.verifier]` network_mode, else the task's phase networks. */
+  network: { agent: HarborNetwork; verifier: HarborNetwork };
+  /** `[steps.verifier.env]` as written: over `[verifier.env]` for this step's test.sh. */
+  verifierEnv: Record<string, string>;
+  /** `[steps.healthcheck]`: after setup.sh, before the agent; a failure ends the step and the remaining ones. */
+  healthcheck?: HarborHealthcheck;
+  /** `min_reward`: a number gates on "reward", a table on each key (missing counts as -inf); below it, no later step runs. */
+  minReward?: number | Record<string, number>;
+  /** `[[steps.artifacts]]`: copied after the task's own artifacts, into steps/<name>/artifacts/. */
+  artifacts: HarborArtifact[];
+  /** `[[steps.verifier.collect]]`: run after the task's `[[verifier.collect]]`. */
+  verifierCollect: HarborCollectCommand[];
+}
+
+/**
  * One task in the harbor layout, as read from its directory (see the harbor section of the
  * package README for every task.toml field and what berth does with it):
  *
@@ -125,6 +163,13 @@ export interface HarborTask {
   solutionDir?: string;
   /** Absolute path of instruction.md when present: what an agent is asked to do. */
   instructionPath?: string;
+  /**
+   * `[[steps]]`: a multi-step task (harbor's MultiStepTrial): each step runs its agent and its
+   * verifier in turn in one sandbox. Absent for a single-step task.
+   */
+  steps?: HarborStep[];
+  /** `multi_step_reward_strategy` (harbor's default "mean"): the attempt's reward from the steps' ones. */
+  multiStepRewardStrategy?: 'mean' | 'final';
 }
 
 /**
@@ -133,7 +178,16 @@ export interface HarborTask {
  * the verifier scored the sandbox anyway, as harbor scores it. JSON-serialisable, so it goes into
  * the run journal as is.
  */
-export type HarborOutcome = { reward: number; rewards?: Record<string, number>; exceptionInfo?: HarborExceptionInfo };
+export type HarborOutcome = {
+  reward: number;
+  rewards?: Record<string, number>;
+  exceptionInfo?: HarborExceptionInfo;
+  /** A multi-step task's steps, in order: each one's reward, what went wrong in it, or that it was skipped (an earlier one stopped the run). */
+  steps?: HarborStepSummary[];
+};
+
+/** One step in a multi-step outcome (the journal and report.json carry it; result.json has the whole record). */
+export type HarborStepSummary = { name: string; reward?: number; exceptionType?: string; skipped?: true };
 
 /** Harbor's defaults (harbor 0.26): no agent timeout, 600 s for the verifier and for the build. */
 export const DEFAULT_VERIFIER_TIMEOUT_SEC = 600;

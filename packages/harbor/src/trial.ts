@@ -6,6 +6,7 @@ import { collectArtifacts } from './artifacts.js';
 import type { HostEnv } from './env-template.js';
 import { afterAgentException, type HarborExceptionInfo } from './exception-info.js';
 import { attemptDir, describeFailure, writeJsonFile, type AttemptResultFile } from './result-file.js';
+import { runMultiStep } from './multi-step-trial.js';
 import { onNetwork, setUpTaskSandbox } from './sandbox-setup.js';
 import { startVerifierSandbox } from './separate-verifier.js';
 import { buildSpec, resolvedEnvironment, type SpecOverrides } from './spec.js';
@@ -105,41 +106,48 @@ export function createHarborTrial(options: HarborTrialOptions): TrialFunction<Ha
       if (hooks?.afterStart) await timer.run('hook afterStart', () => hooks.afterStart!(sandbox, task, ctx));
       await setUpTaskSandbox(sandbox, task, signal, (name, work) => timer.run(name, work));
 
-      agentException = await onNetwork(sandbox, task, task.network.agent, () =>
-        runAgent(agent, { env: sandbox, task, ctx, timer, outDir: join(dir, 'agent'), hostEnv }),
-      );
-      if (agentException) record.exceptionInfo = agentException;
-      // harbor's [[verifier.collect]]: after the agent, back on the environment's network, before any artifact is copied out.
-      if (task.verifierCollect) record.collect = await runCollectCommands(sandbox, task, dir, timer, signal);
-      // As harbor, in both verifier modes: the artifacts are what the agent (and collect) left, never what the verifier wrote.
-      const artifacts = await timer.run('artifacts', () => collectArtifacts(sandbox, task, dir, signal));
-      record.artifacts = artifacts;
-      const verify = { task, ctx, timer, outDir: join(dir, 'verifier'), hostEnv };
-      let outcome: HarborOutcome;
-      if (task.verifierEnvironment) {
-        // harbor's separate verifier: the agent's sandbox is gone, then a new one gets the artifacts.
-        await tearDown(agentSandbox);
-        const made = (env: Environment, notes: string[]) => {
-          sandboxes.push({ step: 'teardown verifier', env });
-          record.verifierEnvironmentId = env.id;
-          if (notes.length > 0) record.notes = [...(record.notes ?? []), ...notes.map((n) => `verifier sandbox: ${n}`)];
-        };
-        const verifierSandbox = await startVerifierSandbox({
-          backend,
-          task,
-          ctx,
-          timer,
-          dir,
-          hostEnv,
-          ...(specOverrides ? { specOverrides } : {}),
-          artifacts,
-          made,
-        });
-        outcome = await runVerifier({ ...verify, env: verifierSandbox, uploadTests: !task.verifierEnvironment.testsBundled });
+      if (task.steps) {
+        // harbor's MultiStepTrial: each step's agent and verifier in this sandbox (multi-step-trial.ts).
+        record.stepResults = [];
+        const run = { env: sandbox, task, agent, ctx, timer, dir, hostEnv, records: record.stepResults };
+        record.outcome = await runMultiStep(run);
       } else {
-        outcome = await onNetwork(sandbox, task, task.network.verifier, () => runVerifier({ ...verify, env: sandbox, uploadTests: true }));
+        agentException = await onNetwork(sandbox, task, task.network.agent, () =>
+          runAgent(agent, { env: sandbox, task, ctx, timer, outDir: join(dir, 'agent'), hostEnv }),
+        );
+        if (agentException) record.exceptionInfo = agentException;
+        // harbor's [[verifier.collect]]: after the agent, back on the environment's network, before any artifact is copied out.
+        if (task.verifierCollect) record.collect = await runCollectCommands(sandbox, task, dir, timer, signal);
+        // As harbor, in both verifier modes: the artifacts are what the agent (and collect) left, never what the verifier wrote.
+        const artifacts = await timer.run('artifacts', () => collectArtifacts(sandbox, task, dir, signal));
+        record.artifacts = artifacts;
+        const verify = { task, ctx, timer, outDir: join(dir, 'verifier'), hostEnv };
+        let outcome: HarborOutcome;
+        if (task.verifierEnvironment) {
+          // harbor's separate verifier: the agent's sandbox is gone, then a new one gets the artifacts.
+          await tearDown(agentSandbox);
+          const made = (env: Environment, notes: string[]) => {
+            sandboxes.push({ step: 'teardown verifier', env });
+            record.verifierEnvironmentId = env.id;
+            if (notes.length > 0) record.notes = [...(record.notes ?? []), ...notes.map((n) => `verifier sandbox: ${n}`)];
+          };
+          const verifierSandbox = await startVerifierSandbox({
+            backend,
+            task,
+            ctx,
+            timer,
+            dir,
+            hostEnv,
+            ...(specOverrides ? { specOverrides } : {}),
+            artifacts,
+            made,
+          });
+          outcome = await runVerifier({ ...verify, env: verifierSandbox, uploadTests: !task.verifierEnvironment.testsBundled });
+        } else {
+          outcome = await onNetwork(sandbox, task, task.network.verifier, () => runVerifier({ ...verify, env: sandbox, uploadTests: true }));
+        }
+        record.outcome = agentException ? { ...outcome, exceptionInfo: agentException } : outcome;
       }
-      record.outcome = agentException ? { ...outcome, exceptionInfo: agentException } : outcome;
     } catch (error) {
       failed = { error: agentException ? afterAgentException(error, agentException) : error };
       record.failure = describeFailure(failed.error);

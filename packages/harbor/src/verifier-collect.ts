@@ -21,9 +21,15 @@ const KNOWN_KEYS = ['command', 'service', 'timeout_sec', 'user'];
  * service ("main", its default, is the agent's container); berth runs one sandbox, so another
  * service is refused, as `artifacts` with a service are. Unknown keys are noted, as elsewhere.
  */
-export function collectCommandsOf(file: string, toml: TaskToml, notes: string[]): HarborCollectCommand[] {
-  return (toml.verifier.collect ?? []).map((entry, i) => {
-    const at = `verifier.collect[${i}]`;
+export function collectCommandsOf(
+  file: string,
+  toml: TaskToml,
+  notes: string[],
+  entries = toml.verifier.collect ?? [],
+  field = 'verifier.collect',
+): HarborCollectCommand[] {
+  return entries.map((entry, i) => {
+    const at = `${field}[${i}]`;
     const service = entry.service?.trim() ?? 'main';
     if (service !== 'main') {
       throw fieldError(

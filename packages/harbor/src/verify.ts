@@ -14,6 +14,8 @@ interface VerifyRun {
   outDir: string;
   hostEnv: HostEnv;
   uploadTests: boolean;
+  /** Uploaded to /tests in this order instead of task.testsDir (a step's: the task's tests/, then the step's over it). */
+  testsDirs?: readonly string[];
 }
 
 /**
@@ -25,10 +27,14 @@ interface VerifyRun {
  * file). Everything berth throws (a lost sandbox during the upload, a dead engine...) goes on
  * unchanged: it is infrastructure, and its type decides whether the attempt is retried.
  */
-export async function runVerifier({ env, task, ctx, timer, outDir, hostEnv, uploadTests }: VerifyRun): Promise<HarborOutcome> {
+export async function runVerifier({ env, task, ctx, timer, outDir, hostEnv, uploadTests, testsDirs }: VerifyRun): Promise<HarborOutcome> {
   const { signal } = ctx;
   // A separate verifier's image may carry the tests itself (harbor uploads nothing then).
-  if (uploadTests) await timer.run('upload tests', () => env.uploadDir(task.testsDir, '/tests', { signal }));
+  if (uploadTests) {
+    await timer.run('upload tests', async () => {
+      for (const dir of testsDirs ?? [task.testsDir]) await env.uploadDir(dir, '/tests', { signal });
+    });
+  }
   // As harbor: [verifier.env] for test.sh only, as the verifier's user, in the task's workdir.
   const verifierEnv = resolveEnv(task.configPath, 'verifier.env', task.env.verifier, hostEnv);
   const result = await timer.run(

@@ -15,13 +15,11 @@ const CORPUS = fileURLToPath(new URL('../../../test/fixtures/harbor-corpus/', im
 /** What each file must come to: loaded, or refused with this error type and field. */
 const REFUSED: Record<string, [type: 'ConfigError' | 'CapabilityError', field: string]> = {
   '01-cookbook-computer-use-windows': ['ConfigError', 'environment/docker-compose.yaml'],
-  '02-cookbook-multi-step': ['ConfigError', '[[steps]]'],
   '04-cookbook-multi-container': ['ConfigError', 'environment/docker-compose.yaml'],
   '09-tbenv-compose-yml': ['ConfigError', 'environment/docker-compose.yml'],
   '12-quesma-airgapped-compose': ['ConfigError', 'environment/docker-compose.yaml'],
   '13-openagora-lookalike-nonharbor': ['ConfigError', 'environment.docker_image'],
   '15-titanium-task-only-no-env': ['ConfigError', 'environment.docker_image'],
-  '16-johnbuck-multistep-final': ['ConfigError', '[[steps]]'],
   '21-expo-healthcheck-no-dockerfile': ['ConfigError', 'environment.docker_image'],
   '25-humanevalpack-compose-shared-volume': ['ConfigError', 'environment/docker-compose.yaml'],
   '28-opsskills-skills-dir-no-dockerfile': ['ConfigError', 'environment.docker_image'],
@@ -30,7 +28,7 @@ const REFUSED: Record<string, [type: 'ConfigError' | 'CapabilityError', field: s
 };
 
 /** Fields that do not change what runs: accepted as harbor accepts them. */
-const INERT = [/^metadata(\.|$)/, /^task(\.|$)/, /^(version|schema_version|source|multi_step_reward_strategy)$/, /^(verifier\.)?environment\.os$/];
+const INERT = [/^metadata(\.|$)/, /^task(\.|$)/, /^(version|schema_version|source)$/, /^(verifier\.)?environment\.os$/];
 
 const mode = (m: unknown) => (m === 'public' ? 'public' : 'none');
 
@@ -146,6 +144,11 @@ function applied(path: string, value: unknown, t: HarborTask, root: Record<strin
       return value === 'shared' ? t.verifierEnvironment === undefined : t.verifierEnvironment !== undefined;
     case 'artifacts':
       return t.artifacts.length === (value as unknown[]).length;
+    case 'multi_step_reward_strategy':
+      // Applied to a multi-step task; a single-step one has no steps to combine (harbor ignores it too).
+      return t.steps ? t.multiStepRewardStrategy === value : undefined;
+    case 'steps':
+      return stepsApplied(value as Array<Record<string, unknown>>, t);
     case 'verifier.collect': {
       // [[verifier.collect]]: every entry, command and timeout as written (harbor's 60 s by default).
       const entries = value as Array<{ command: string; timeout_sec?: number }>;
@@ -155,6 +158,31 @@ function applied(path: string, value: unknown, t: HarborTask, root: Record<strin
     default:
       return undefined;
   }
+}
+
+/** Each [[steps]] entry as the loaded task holds it: its name, timeouts, env, healthcheck, threshold and artifacts. */
+function stepsApplied(entries: Array<Record<string, unknown>>, t: HarborTask): boolean {
+  const steps = t.steps ?? [];
+  return (
+    steps.length === entries.length &&
+    entries.every((entry, i) => {
+      const step = steps[i]!;
+      const agent = (entry.agent ?? {}) as Record<string, unknown>;
+      const verifier = (entry.verifier ?? {}) as Record<string, unknown>;
+      const health = entry.healthcheck as Record<string, unknown> | undefined;
+      return (
+        step.name === entry.name &&
+        step.agentTimeoutSec === (agent.timeout_sec ?? t.agentTimeoutSec) &&
+        // harbor's step verifier table has its own 600 s default: the task's [verifier] timeout is not inherited.
+        step.verifierTimeoutSec === (verifier.timeout_sec ?? 600) &&
+        JSON.stringify(step.verifierEnv) === JSON.stringify(verifier.env ?? {}) &&
+        step.minReward === entry.min_reward &&
+        step.healthcheck?.command === health?.command &&
+        step.healthcheck?.retries === (health ? (health.retries ?? 3) : undefined) &&
+        step.artifacts.length === ((entry.artifacts as unknown[] | undefined)?.length ?? 0)
+      );
+    })
+  );
 }
 
 /** Every leaf of a TOML document as [dotted path, value]; arrays are leaves. */
@@ -179,6 +207,12 @@ beforeAll(async () => {
     await cp(join(CORPUS, name), join(work, name), { recursive: true });
     await mkdir(join(work, name, 'tests'), { recursive: true });
     await writeFile(join(work, name, 'tests', 'test.sh'), '#!/bin/sh\n');
+    // ...and a multi-step one the instruction harbor requires of each step.
+    const steps = (parseToml(await readFile(join(work, name, 'task.toml'), 'utf8')) as { steps?: Array<{ name: string }> }).steps ?? [];
+    for (const step of steps) {
+      await mkdir(join(work, name, 'steps', step.name), { recursive: true });
+      await writeFile(join(work, name, 'steps', step.name, 'instruction.md'), `Do ${step.name}.\n`);
+    }
   }
 });
 afterAll(() => rm(work, { recursive: true, force: true }));
