@@ -9,7 +9,8 @@ export const CAPABILITIES: Capabilities = {
   // A sandbox takes one GPU type (Modal's fallback lists are for Functions only): the first of the list.
   gpuTypes: true,
   networkModes: ['public', 'none'],
-  networkSwitch: false,
+  // TaskSetNetworkAccess on the task's router, on a sandbox made with an allowlist policy (network-access.ts).
+  networkSwitch: true,
   imageAuth: ['basic', 'secretName', 'dockerConfig', 'aws'],
   mounts: [],
   // Through Modal's builder; COPY/ADD (the context upload) and multi-stage builds are refused at start.
@@ -22,7 +23,6 @@ export const CAPABILITIES: Capabilities = {
 };
 
 export const HINTS = {
-  networkSwitch: 'a sandbox keeps the network it was made with: run the whole task with one network',
   'mounts.bind': 'upload the files after start (env.uploadDir)',
   'mounts.image':
     "Modal mounts a whole built image into a running sandbox (Sandbox.mount_image), with no subpath and nothing in its API making it read-only, while berth's image mounts are read-only: bake the runtime into the task image instead (image.build: a Dockerfile FROM the task image that COPYs it in)",

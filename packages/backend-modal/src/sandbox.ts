@@ -16,6 +16,7 @@ import { ModalProcess } from './exec-process.js';
 import { gpuConfig } from './gpu.js';
 import type { BuildRecipe, ImagePlan } from './image.js';
 import { mapModalError } from './modal-errors.js';
+import { createdNetwork, switchedAccess } from './network-access.js';
 import type { ModalShared } from './shared.js';
 import { GRPC_CODE, GrpcError, LONG_POLL_SECS, TaskRouter, type GenericResult, type RouterAccess } from './wire/index.js';
 
@@ -103,8 +104,7 @@ export class ModalSandbox implements SandboxTransport {
           timeout_secs: lifetime ? Math.max(1, Math.ceil(lifetime / 1000)) : DEFAULT_LIFETIME_SECS,
           ...(spec.timeouts.idleMs ? { idle_timeout_secs: Math.max(1, Math.ceil(spec.timeouts.idleMs / 1000)) } : {}),
           ...(spec.workdir ? { workdir: spec.workdir } : {}),
-          block_network: spec.network === 'none',
-          network_access: { network_access_type: spec.network === 'none' ? 'BLOCKED' : 'OPEN' },
+          ...createdNetwork(spec),
         },
         ctx.labels,
         ctx.signal,
@@ -250,6 +250,16 @@ export class ModalSandbox implements SandboxTransport {
         message: `the command line is too long for Modal (${argvBytes(argv)} bytes) and could not be written to ${path} in the sandbox`,
       });
     return ['/bin/sh', path];
+  }
+
+  /**
+   * Replaces the task's outbound policy. The router's answer is taken as the policy applied: the
+   * router runs on the task's worker, Modal's SDKs say "established connections that the new policy
+   * no longer permits are terminated", and Modal's own example runs the next command straight after
+   * (not verified against the real service; see the README).
+   */
+  async setNetwork(mode: 'public' | 'none'): Promise<void> {
+    await this.#routerFor().setNetworkAccess(switchedAccess(mode));
   }
 
   mapError(error: unknown, operation: Operation) {

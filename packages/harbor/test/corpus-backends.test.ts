@@ -19,8 +19,7 @@ const host = new Proxy({} as Record<string, string>, { get: (_, name) => `corpus
 
 /**
  * What each backend refuses, task by task, and the capability it names: only what the engine
- * cannot do. Docker picks GPUs by count, never by model; a Modal sandbox keeps the network it was
- * made with.
+ * cannot do. Docker picks GPUs by count, never by model.
  */
 const REFUSED: Record<string, Record<string, string>> = {
   docker: {
@@ -29,10 +28,8 @@ const REFUSED: Record<string, Record<string, string>> = {
     '32-tapt-gpu-types-stray-key': 'gpuTypes',
   },
   k8s: {},
-  modal: {
-    '06-deepswe-collect-network-mode': 'networkSwitch',
-    '33-rsi-nfv-schema14-env-separate': 'networkSwitch',
-  },
+  // Per-phase networks (06, 33) switch through the router's TaskSetNetworkAccess.
+  modal: {},
 };
 
 let work: string;

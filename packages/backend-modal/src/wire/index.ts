@@ -12,5 +12,5 @@ export {
   type SandboxDefinition,
   type SandboxInfo,
 } from './modal-api.js';
-export { TaskRouter, type ExecExit, type ExecStart, type RouterAccess } from './router-api.js';
+export { TaskRouter, type ExecExit, type ExecStart, type NetworkAccess, type RouterAccess } from './router-api.js';
 export { DEFAULT_RETRY, type RetryPolicy } from './calls.js';

@@ -5,6 +5,7 @@ import { RpcCaller, type CallContext } from './calls.js';
 import { GRPC_CODE, GrpcError } from './grpc-status.js';
 import type { GrpcTransport } from './grpc.js';
 import { LONG_POLL_SECS } from './modal-api.js';
+import type { MessageValue } from './schema.js';
 
 export interface RouterAccess {
   jwt: string;
@@ -23,6 +24,9 @@ export interface ExecStart {
 
 /** How a process ended: an exit code or a signal number. */
 export type ExecExit = { code: number } | { signal: number };
+
+/** A task's outbound network policy (modal.client.NetworkAccess). */
+export type NetworkAccess = MessageValue<'NetworkAccess'>;
 
 export class TaskRouter {
   readonly #rpc: RpcCaller;
@@ -143,6 +147,19 @@ export class TaskRouter {
       if (GrpcError.isInstance(error) && error.code === GRPC_CODE.DEADLINE_EXCEEDED) return undefined;
       throw error;
     }
+  }
+
+  /**
+   * Replaces the task's outbound network policy (TaskSetNetworkAccess, as Modal's SDKs send it:
+   * Go/JS `UpdateNetworkPolicy`, Python `_experimental_set_outbound_network_policy`). Setting the
+   * same policy twice is harmless, so the call is retried like any unary call.
+   */
+  async setNetworkAccess(access: NetworkAccess, signal?: AbortSignal): Promise<void> {
+    const request = { task_id: this.#taskId, network_access: access };
+    await this.#authorized(
+      (ctx) => this.#rpc.unary('TaskSetNetworkAccess', 'TaskSetNetworkAccessRequest', request, 'TaskSetNetworkAccessResponse', ctx),
+      signal,
+    );
   }
 
   /** How the process ended, at once; undefined while it runs. */

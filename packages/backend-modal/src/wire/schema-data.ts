@@ -514,6 +514,17 @@ export const SCHEMA = {
       signal: { number: 2, type: 'int32', oneof: 'exit_status' },
     },
   },
+  TaskSetNetworkAccessRequest: {
+    package: 'modal.task_command_router',
+    fields: {
+      task_id: { number: 1, type: 'string' },
+      network_access: { number: 2, type: 'modal.client.NetworkAccess' },
+    },
+  },
+  TaskSetNetworkAccessResponse: {
+    package: 'modal.task_command_router',
+    fields: {},
+  },
   RPCStatus: {
     package: 'modal.client',
     fields: {

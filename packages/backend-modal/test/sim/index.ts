@@ -125,6 +125,11 @@ export class ModalSimulator {
     return this.#sandboxes.definition(sandboxId);
   }
 
+  /** The network policy a sandbox has now (its last TaskSetNetworkAccess, else its definition's) and whether it is on the bridge. */
+  network(sandboxId: string): { access: Msg; attached: boolean } | undefined {
+    return this.#sandboxes.network(sandboxId);
+  }
+
   /** Changes the long-poll bound while running. */
   set longPollMs(ms: number) {
     this.#longPollMs = ms;

@@ -1,9 +1,11 @@
 // The TaskCommandRouter service: exec start, stdio reads from any offset, offset-ordered stdin,
-// wait and poll. Every call needs a router JWT for the task, and a sandbox that is still running.
+// wait and poll, and the task's network policy (network.ts). Every call needs a router JWT for the
+// task, and a sandbox that is still running.
 import { constants } from 'node:http2';
 import type { Msg } from './codec.js';
 import { ExecProcess, type ExecRequest, type ExitStatus } from './exec.js';
 import type { Faults } from './faults.js';
+import { setNetworkAccess } from './network.js';
 import { Code, RpcError, type CallContext, type Method } from './grpc-server.js';
 import type { RouterTokens } from './router-tokens.js';
 import type { SandboxRecord, Sandboxes } from './sandboxes.js';
@@ -150,6 +152,13 @@ export function routerMethods(deps: RouterDeps): Map<string, Method> {
     const record = enter(req, ctx);
     const exec = await execOf(record, req);
     return exec.exit ? exitMsg(exec.exit) : {};
+  });
+
+  unary('TaskSetNetworkAccess', async (req, ctx) => {
+    const record = enter(req, ctx);
+    await setNetworkAccess(sandboxes.deps.docker, record.container as NonNullable<SandboxRecord['container']>, record.network, req);
+    alive(record);
+    return {};
   });
 
   return methods;

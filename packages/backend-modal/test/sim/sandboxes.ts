@@ -6,6 +6,7 @@ import type { Msg } from './codec.js';
 import type { ExecProcess } from './exec.js';
 import { Code, RpcError, type CallContext } from './grpc-server.js';
 import type { Images } from './images.js';
+import { createdNetwork, networkMode, settleNetwork, type SandboxNetwork } from './network.js';
 import { Changes, engineMessage, newId, sleep, Status, waitFor, type GenericResult } from './util.js';
 
 export interface SandboxRecord {
@@ -15,6 +16,8 @@ export interface SandboxRecord {
   tags: Array<{ tag_name: string; tag_value: string }>;
   imageId: string;
   definition: Msg;
+  /** Its network policy and whether the container is on the bridge (network.ts). */
+  network: SandboxNetwork;
   createdAt: number;
   state: 'pending' | 'running' | 'ended';
   taskId?: string;
@@ -105,6 +108,11 @@ export class Sandboxes {
     return this.#byId.get(id)?.definition;
   }
 
+  network(id: string): { access: Msg; attached: boolean } | undefined {
+    const n = this.#byId.get(id)?.network;
+    return n && { access: n.access, attached: n.attached };
+  }
+
   live(): string[] {
     return [...this.#byId.values()].filter((r) => !r.vanished && !r.ending).map((r) => r.id);
   }
@@ -122,6 +130,7 @@ export class Sandboxes {
     if (Number(gpu?.count ?? 0) > 0 && !GPU_TYPES.has(String(gpu?.gpu_type ?? ''))) {
       throw new RpcError(Code.INVALID_ARGUMENT, `Not a valid GPU type: ${JSON.stringify(gpu?.gpu_type ?? '')}`);
     }
+    const network = createdNetwork(def);
     const name = typeof def.name === 'string' && def.name ? def.name : undefined;
     if (name && [...this.#byId.values()].some((r) => r.appId === appId && r.name === name && !r.vanished && !r.ending)) {
       throw new RpcError(Code.ALREADY_EXISTS, `Sandbox with name '${name}' already exists in app ${appId}`);
@@ -135,6 +144,7 @@ export class Sandboxes {
       tags: ((req.tags ?? []) as Msg[]).map((t) => ({ tag_name: String(t.tag_name ?? ''), tag_value: String(t.tag_value ?? '') })),
       imageId,
       definition: def,
+      network,
       createdAt: this.#lastCreatedAt,
       state: 'pending',
       vanished: false,
@@ -178,6 +188,7 @@ export class Sandboxes {
       record.container = container;
       if (ended()) return void this.#remove(record);
       await container.start();
+      await settleNetwork(this.deps.docker, container, record.network);
       if (ended()) return void this.#remove(record);
       record.taskId = newId('ta');
       record.state = 'running';
@@ -204,8 +215,6 @@ export class Sandboxes {
     const resources = (def.resources ?? {}) as Msg;
     const memoryMb = Number(resources.memory_mb_max ?? 0) || Number(resources.memory_mb ?? 0);
     const milliCpu = Math.min(Number(resources.milli_cpu_max ?? 0) || Number(resources.milli_cpu ?? 0), this.deps.cpus * 1000);
-    const access = ((def.network_access ?? {}) as Msg).network_access_type;
-    const open = access === 'OPEN' && !def.block_network;
     const env = [...imageEnv];
     for (const s of (def.secret_ids ?? []) as string[]) for (const [k, v] of Object.entries(this.deps.secretEnv(s) ?? {})) env.push(`${k}=${v}`);
     const workdir = typeof def.workdir === 'string' && def.workdir ? def.workdir : imageWorkdir;
@@ -219,7 +228,7 @@ export class Sandboxes {
       Labels: { ...Object.fromEntries(record.tags.map((t) => [`modal.tag.${t.tag_name}`, t.tag_value])), ...this.deps.labels(record.id) },
       Tty: false,
       HostConfig: {
-        NetworkMode: open ? 'bridge' : 'none',
+        NetworkMode: networkMode(record.network),
         ...(memoryMb > 0 ? { Memory: memoryMb * 1024 * 1024, MemorySwap: memoryMb * 1024 * 1024 } : {}),
         ...(milliCpu > 0 ? { NanoCpus: milliCpu * 1_000_000 } : {}),
       },
