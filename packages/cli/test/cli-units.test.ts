@@ -161,6 +161,17 @@ describe('settled lines', () => {
       { settled: 3, total: 3 },
     );
     expect(late).toBe('[3/3] t  rewarded 1 (AgentTimeoutError)  (1 attempt, 1.0 s)');
+    // A multi-step task: each step's reward, what went wrong in it, or that an earlier one stopped the run.
+    const steps = [
+      { name: 'scaffold', reward: 1 },
+      { name: 'implement', reward: 0, exceptionType: 'AgentTimeoutError' },
+      { name: 'document', skipped: true },
+    ];
+    const multi = settledLine({ taskId: 't', status: 'scored', chosenAttempt: 1, outcome: { reward: 0.5, steps }, attempts: [attempt(1, false)] } as never, {
+      settled: 3,
+      total: 3,
+    });
+    expect(multi).toBe('[3/3] t  rewarded 0.5 [scaffold 1, implement 0 AgentTimeoutError, document skipped]  (1 attempt, 1.0 s)');
   });
 
   it('cut a long line in the middle, keeping the end where berth says what to do', () => {

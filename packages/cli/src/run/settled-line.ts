@@ -12,10 +12,28 @@ export function taskVerdict(record: TaskRecord): string {
     // harbor's exception_info: the agent timed out (or exited non-zero) and was verified anyway.
     const info = fields.exceptionInfo;
     const type = info !== null && typeof info === 'object' && !Array.isArray(info) ? info.exceptionType : undefined;
-    return `rewarded ${typeof reward === 'number' ? reward : '?'}${typeof type === 'string' ? ` (${type})` : ''}`;
+    return `rewarded ${typeof reward === 'number' ? reward : '?'}${typeof type === 'string' ? ` (${type})` : ''}${stepsText(fields.steps)}`;
   }
   if (record.status === 'not_run') return `not_run (${record.notRunReason ?? 'cancelled'})`;
   return `infra_failed: ${describeFailure(record.failure)}`;
+}
+
+/**
+ * A multi-step task's steps, as its outcome lists them: ` [scaffold 1, implement 0.5 AgentTimeoutError,
+ * document skipped]` (a step with no reward shows what went wrong in it).
+ */
+function stepsText(steps: unknown): string {
+  if (!Array.isArray(steps) || steps.length === 0) return '';
+  const shown = steps.map((step) => {
+    const { name, reward, exceptionType, skipped } = (step ?? {}) as Record<string, unknown>;
+    const parts = [
+      String(name),
+      skipped === true ? 'skipped' : typeof reward === 'number' ? String(reward) : '',
+      typeof exceptionType === 'string' ? exceptionType : '',
+    ];
+    return parts.filter(Boolean).join(' ');
+  });
+  return ` [${shown.join(', ')}]`;
 }
 
 /** 'permanent_infra ImagePullError: <first line of the message>' */
