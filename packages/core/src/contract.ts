@@ -107,8 +107,9 @@ export interface EnvironmentEvents {
 /**
  * 'public': the backend's default network. 'none': no packet enters or leaves the sandbox except on
  * loopback (checked from inside: a TCP connect to a listener a public sandbox reaches fails, a DNS
- * lookup fails). How is the backend's affair: Docker and Modal take the interface away, Kubernetes
- * labels the pod for a deny-all NetworkPolicy the cluster must enforce.
+ * lookup fails). How is the backend's affair: Docker and Modal take the interface away (a Modal
+ * sandbox made to switch gets an empty outbound allowlist instead), Kubernetes labels the pod for a
+ * deny-all NetworkPolicy the cluster must enforce.
  */
 export type NetworkMode = 'public' | 'none';
 
