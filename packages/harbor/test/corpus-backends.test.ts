@@ -12,6 +12,7 @@ import { createDockerBackend, createRegistryImageBuilder } from '@berth/backend-
 import { createK8sBackend } from '@berth/backend-k8s';
 import { createModalBackend } from '@berth/backend-modal';
 import { buildSpec, loadHarborTask, type HarborTask } from '@berth/harbor';
+import { addStepInstructions } from './support.js';
 
 const CORPUS = fileURLToPath(new URL('../../../test/fixtures/harbor-corpus/', import.meta.url));
 /** Host variables for every ${VAR} the corpus names (no value is real). */
@@ -40,7 +41,8 @@ beforeAll(async () => {
     await cp(join(CORPUS, name), join(work, name), { recursive: true });
     await mkdir(join(work, name, 'tests'), { recursive: true });
     await writeFile(join(work, name, 'tests', 'test.sh'), '#!/bin/sh\n');
-    // Tasks harbor itself would not run (compose, steps, no image) are corpus.test.ts's business.
+    await addStepInstructions(join(work, name));
+    // Tasks harbor itself would not run (compose, no image) are corpus.test.ts's business; multi-step ones get their step instructions.
     const task = await loadHarborTask(join(work, name), { hostEnv: host }).catch(() => undefined);
     if (task) tasks.push(task);
   }
@@ -59,7 +61,7 @@ const backends: Backend[] = [
 
 describe('the corpus on every backend', () => {
   it('has the tasks harbor runs (the rest are refused at load)', () => {
-    expect(tasks.length).toBe(35);
+    expect(tasks.length).toBe(37);
   });
 
   for (const backend of backends) {

@@ -9,6 +9,7 @@ import { parse as parseToml } from 'smol-toml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BerthError, CapabilityError, ConfigError } from '@berth/core';
 import { loadHarborTask, parseSizeToMb, type HarborTask } from '@berth/harbor';
+import { addStepInstructions } from './support.js';
 
 const CORPUS = fileURLToPath(new URL('../../../test/fixtures/harbor-corpus/', import.meta.url));
 
@@ -208,11 +209,7 @@ beforeAll(async () => {
     await mkdir(join(work, name, 'tests'), { recursive: true });
     await writeFile(join(work, name, 'tests', 'test.sh'), '#!/bin/sh\n');
     // ...and a multi-step one the instruction harbor requires of each step.
-    const steps = (parseToml(await readFile(join(work, name, 'task.toml'), 'utf8')) as { steps?: Array<{ name: string }> }).steps ?? [];
-    for (const step of steps) {
-      await mkdir(join(work, name, 'steps', step.name), { recursive: true });
-      await writeFile(join(work, name, 'steps', step.name, 'instruction.md'), `Do ${step.name}.\n`);
-    }
+    await addStepInstructions(join(work, name));
   }
 });
 afterAll(() => rm(work, { recursive: true, force: true }));

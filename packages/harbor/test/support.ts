@@ -1,7 +1,8 @@
 // Helpers shared by the harbor tests: harbor-layout task directories written into temp dirs.
-import { chmod, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parse as parseToml } from 'smol-toml';
 
 export const BASIC_IMAGE = 'berth-test/busybox:latest';
 
@@ -66,4 +67,16 @@ export async function writeTask(root: string, id: string, files: TaskFiles = {})
   }
   if (files.instruction !== undefined) await writeFile(join(dir, 'instruction.md'), files.instruction);
   return dir;
+}
+
+/**
+ * The instruction harbor requires of each step of a multi-step task, for a corpus copy that keeps
+ * task.toml only (steps/<name>/instruction.md; the task's tests/test.sh verifies every step).
+ */
+export async function addStepInstructions(dir: string): Promise<void> {
+  const steps = (parseToml(await readFile(join(dir, 'task.toml'), 'utf8')) as { steps?: Array<{ name: string }> }).steps ?? [];
+  for (const step of steps) {
+    await mkdir(join(dir, 'steps', step.name), { recursive: true });
+    await writeFile(join(dir, 'steps', step.name, 'instruction.md'), `Do ${step.name}.\n`);
+  }
 }
