@@ -213,4 +213,49 @@ name = "last"
     expect(result.steps.find((s) => s.name === 'slow: agent')).toMatchObject({ ended: 'timed_out' });
     expect(await readFile(join(jobDir, 'own', 'attempt-1', 'steps', 'last', 'agent', 'instruction.md'), 'utf8')).toBe('last');
   });
+
+  it('a step with no reward, or whose setup.sh fails, stops the run; with no reward at all the task failed, never retried', { timeout: 180_000 }, async () => {
+    const base = await tempDir('multi-step-fail');
+    dirs.push(base);
+    const toml = `[environment]\ndocker_image = "${BASIC_IMAGE}"\nworkdir = "/app"\nnetwork_mode = "no-network"\n[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n`;
+    const write = async (task: string, path: string, text: string) => {
+      await mkdir(join(base, 'tasks', task, path, '..'), { recursive: true });
+      await writeFile(join(base, 'tasks', task, path), text);
+    };
+    for (const task of ['no-reward', 'bad-setup']) {
+      await write(task, 'task.toml', toml);
+      for (const step of ['one', 'two']) await write(task, `steps/${step}/instruction.md`, step);
+      await write(task, 'tests/test.sh', '#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n');
+    }
+    await write('no-reward', 'steps/one/tests/test.sh', '#!/bin/sh\necho "no reward written" >&2\n');
+    await write('bad-setup', 'steps/one/workdir/setup.sh', 'echo "seeding failed" >&2\nexit 3\n');
+    const jobDir = join(base, 'job');
+    const run = await runHarborJob({ tasksDir: join(base, 'tasks'), backend: createDockerBackend(), jobDir, agent: 'none', maxAttempts: 2 });
+    const byId = Object.fromEntries(run.tasks.map((t) => [t.taskId, t]));
+    expect(byId['no-reward']).toMatchObject({ status: 'scored', failure: { category: 'task_failure', type: 'RewardFileMissing' } });
+    expect(byId['bad-setup']).toMatchObject({ status: 'scored', failure: { category: 'task_failure', type: 'StepSetupFailed' } });
+    for (const t of run.tasks) expect(t.attempts, t.taskId).toHaveLength(1);
+    const result = async (task: string) => JSON.parse(await readFile(join(jobDir, task, 'attempt-1', 'result.json'), 'utf8')) as AttemptResultFile;
+    const noReward = await result('no-reward');
+    expect(noReward.stepResults).toHaveLength(1);
+    expect(noReward.stepResults![0]).toMatchObject({
+      failure: { type: 'RewardFileMissing' },
+      exceptionInfo: { exceptionType: 'RewardFileMissing' },
+      stoppedRun: 'step "one" failed (RewardFileMissing)',
+    });
+    expect(noReward.failure?.message).toMatch(/^no step left a reward for the "mean" strategy; step "one": RewardFileMissing: .*no reward written/);
+    const badSetup = await result('bad-setup');
+    expect(badSetup.stepResults).toEqual([
+      expect.objectContaining({
+        name: 'one',
+        setupExitCode: 3,
+        exceptionInfo: expect.objectContaining({
+          exceptionType: 'RuntimeError',
+          exceptionMessage: "Step 'one' setup.sh exited with code 3; stderr: seeding failed",
+        }),
+      }),
+    ]);
+    // Neither the agent nor the verifier ran for the step whose setup failed.
+    expect(badSetup.steps.map((s) => s.name).filter((n) => n.startsWith('one: '))).toEqual(['one: reset agent logs', 'one: upload workdir', 'one: setup']);
+  });
 });
