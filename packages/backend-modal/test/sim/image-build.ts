@@ -95,6 +95,9 @@ export async function build(dockerfile: Dockerfile, ctx: BuildContext): Promise<
         pull: false,
         rm: true,
         forcerm: true,
+        // No layer cache: another simulator's build of the same steps would share cached layers, and
+        // removing its image when it closes would pull them from under this build.
+        nocache: true,
         version: '1', // the classic builder: its step lines are the ones Modal's logs show
         abortSignal: ctx.signal,
       },
