@@ -6,6 +6,7 @@ import { afterAll } from 'vitest';
 import { SESSION_ID } from '@berth/core';
 import { describeBackendConformance, listenForTokens } from '@berth/conformance';
 import { createModalBackend } from '@berth/backend-modal';
+import { bridgeGateway } from '../../backend-docker/test/support/bridge.js';
 import { ModalSimulator } from './sim/index.js';
 
 const sim = await ModalSimulator.start();
@@ -42,12 +43,7 @@ describeBackendConformance({
     missing: '127.0.0.1:5000/berth/does-not-exist:nope',
   },
   // The simulator runs public sandboxes on the engine's default bridge: its gateway is this machine.
-  reachableListener: async () => {
-    const bridge = (await docker.getNetwork('bridge').inspect()) as { IPAM?: { Config?: Array<{ Gateway?: string }> } };
-    const gateway = bridge.IPAM?.Config?.find((c) => c.Gateway)?.Gateway;
-    if (!gateway) throw new Error("the engine's bridge network has no gateway address");
-    return listenForTokens(gateway);
-  },
+  reachableListener: async () => listenForTokens(await bridgeGateway(docker)),
   faults: {
     // The container killed under Modal, as a worker failure would.
     kill: async (env) => {

@@ -4,10 +4,10 @@
 // proof; nothing leaves this machine). Requests are validated as Modal's router does. Needs the
 // Docker engine and berth-test/busybox:latest.
 import { randomBytes } from 'node:crypto';
-import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenForTokens } from '@berth/conformance';
 import type { ReachableListener } from '@berth/conformance';
+import { bridgeGateway } from '../../backend-docker/test/support/bridge.js';
 import { Harness } from './sim/harness.js';
 import { Code, ModalSimulator } from './sim/index.js';
 
@@ -26,10 +26,7 @@ beforeAll(async () => {
   h = new Harness(sim);
   appId = await h.app('berth-sim-network');
   imageId = (await h.build(appId, [`FROM ${BUSYBOX}`])).imageId;
-  const bridge = (await new Docker().getNetwork('bridge').inspect()) as { IPAM?: { Config?: Array<{ Gateway?: string }> } };
-  const gateway = bridge.IPAM?.Config?.find((c) => c.Gateway)?.Gateway;
-  if (!gateway) throw new Error("the engine's bridge network has no gateway address");
-  listener = await listenForTokens(gateway);
+  listener = await listenForTokens(await bridgeGateway());
 });
 
 afterAll(async () => {

@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { listenForTokens } from '@berth/conformance';
 import { createK8sBackend } from '@berth/backend-k8s';
+import { BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS } from '../../backend-k8s/test/support/cluster.js';
 import { runHarborJob } from '@berth/harbor';
-import { BASIC_IMAGE, tempDir, writeTask } from './support.js';
+import { tempDir, writeNetworkPhasesTask } from './support.js';
 
-const POD_BRIDGE_ADDRESS = '10.244.0.1'; // test/kube/setup.sh's CNI gateway
 const listener = await listenForTokens(POD_BRIDGE_ADDRESS);
 const dirs: string[] = [];
 afterAll(async () => {
@@ -18,33 +18,15 @@ afterAll(async () => {
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
-/** Sends the token from inside; prints the phase's verdict. */
-const send = (phase: string, token: string) =>
-  `if printf %s ${token} | nc -w 3 ${listener.host} ${listener.port} >/dev/null 2>&1; then echo ${phase}=reached; else echo ${phase}=blocked; fi`;
-
 describe('harbor per-phase networks on Kubernetes', () => {
   it("the agent's phase is cut off, the verifier's reaches the listener, in the same pod", async () => {
     const base = await tempDir('k8s-network');
     dirs.push(base);
     const root = join(base, 'tasks');
-    await writeTask(root, 'phases', {
-      toml: `version = "1.0"
-[agent]
-timeout_sec = 60.0
-network_mode = "no-network"
-[verifier]
-timeout_sec = 60.0
-network_mode = "public"
-[environment]
-docker_image = "${BASIC_IMAGE}"
-network_mode = "no-network"
-`,
-      solve: `#!/bin/sh\nmkdir -p /app\n${send('agent', 'berth-phase-agent')} > /app/agent.txt\n`,
-      test: `#!/bin/sh\nmkdir -p /logs/verifier\n{ cat /app/agent.txt; ${send('verifier', 'berth-phase-verifier')}; } > /logs/verifier/saw.txt\necho 1 > /logs/verifier/reward.txt\n`,
-    });
+    await writeNetworkPhasesTask(root, listener, 'berth-phase');
     const backend = createK8sBackend({
-      kubeconfig: { file: '/var/lib/berth-kube/berth.kubeconfig' },
-      namespace: 'berth-test',
+      kubeconfig: { file: BERTH_KUBECONFIG },
+      namespace: NAMESPACE,
       // No kube-proxy on the test cluster: the in-pod checks connect to the listener instead of the API server's service.
       networkPolicy: { probe: { host: listener.host, port: listener.port } },
     });

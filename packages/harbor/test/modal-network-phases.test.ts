@@ -4,18 +4,15 @@
 // phase sends a token from inside to a listener on the bridge's gateway, this machine.
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import { listenForTokens } from '@berth/conformance';
 import { createModalBackend } from '@berth/backend-modal';
 import { runHarborJob } from '@berth/harbor';
+import { bridgeGateway } from '../../backend-docker/test/support/bridge.js';
 import { ModalSimulator } from '../../backend-modal/test/sim/index.js';
-import { BASIC_IMAGE, tempDir, writeTask } from './support.js';
+import { tempDir, writeNetworkPhasesTask } from './support.js';
 
-const bridge = (await new Docker().getNetwork('bridge').inspect()) as { IPAM?: { Config?: Array<{ Gateway?: string }> } };
-const gateway = bridge.IPAM?.Config?.find((c) => c.Gateway)?.Gateway;
-if (!gateway) throw new Error("the engine's bridge network has no gateway address");
-const listener = await listenForTokens(gateway);
+const listener = await listenForTokens(await bridgeGateway());
 const sim = await ModalSimulator.start();
 const backend = createModalBackend({ serverUrl: sim.url, ca: sim.ca, tokenId: sim.tokenId, tokenSecret: sim.tokenSecret, modalConfigEnv: {} });
 const dirs: string[] = [];
@@ -26,30 +23,12 @@ afterAll(async () => {
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
-/** Sends the token from inside; prints the phase's verdict. */
-const send = (phase: string, token: string) =>
-  `if printf %s ${token} | nc -w 3 ${listener.host} ${listener.port} >/dev/null 2>&1; then echo ${phase}=reached; else echo ${phase}=blocked; fi`;
-
 describe('harbor per-phase networks on Modal (simulated)', () => {
   it("the agent's phase is cut off, the verifier's reaches the listener, in the same sandbox", async () => {
     const base = await tempDir('modal-network');
     dirs.push(base);
     const root = join(base, 'tasks');
-    await writeTask(root, 'phases', {
-      toml: `version = "1.0"
-[agent]
-timeout_sec = 60.0
-network_mode = "no-network"
-[verifier]
-timeout_sec = 60.0
-network_mode = "public"
-[environment]
-docker_image = "${BASIC_IMAGE}"
-network_mode = "no-network"
-`,
-      solve: `#!/bin/sh\nmkdir -p /app\n${send('agent', 'berth-modal-phase-agent')} > /app/agent.txt\n`,
-      test: `#!/bin/sh\nmkdir -p /logs/verifier\n{ cat /app/agent.txt; ${send('verifier', 'berth-modal-phase-verifier')}; } > /logs/verifier/saw.txt\necho 1 > /logs/verifier/reward.txt\n`,
-    });
+    await writeNetworkPhasesTask(root, listener, 'berth-modal-phase');
     const jobDir = join(base, 'job');
     const report = await runHarborJob({ tasksDir: root, backend, jobDir });
     expect(report.tasks[0], JSON.stringify(report.tasks[0])).toMatchObject({ status: 'scored', outcome: { reward: 1 } });

@@ -80,3 +80,28 @@ export async function addStepInstructions(dir: string): Promise<void> {
     await writeFile(join(dir, 'steps', step.name, 'instruction.md'), `Do ${step.name}.\n`);
   }
 }
+
+/**
+ * A task whose agent runs offline and whose verifier runs online: each phase sends `<prefix>-agent`
+ * or `<prefix>-verifier` from inside to `listener`, and the verifier writes what both saw to
+ * verifier/saw.txt ('agent=blocked|reached', then 'verifier=...'), scoring 1 either way.
+ */
+export async function writeNetworkPhasesTask(root: string, listener: { host: string; port: number }, prefix: string): Promise<string> {
+  const send = (phase: string) =>
+    `if printf %s ${prefix}-${phase} | nc -w 3 ${listener.host} ${listener.port} >/dev/null 2>&1; then echo ${phase}=reached; else echo ${phase}=blocked; fi`;
+  return writeTask(root, 'phases', {
+    toml: `version = "1.0"
+[agent]
+timeout_sec = 60.0
+network_mode = "no-network"
+[verifier]
+timeout_sec = 60.0
+network_mode = "public"
+[environment]
+docker_image = "${BASIC_IMAGE}"
+network_mode = "no-network"
+`,
+    solve: `#!/bin/sh\nmkdir -p /app\n${send('agent')} > /app/agent.txt\n`,
+    test: `#!/bin/sh\nmkdir -p /logs/verifier\n{ cat /app/agent.txt; ${send('verifier')}; } > /logs/verifier/saw.txt\necho 1 > /logs/verifier/reward.txt\n`,
+  });
+}

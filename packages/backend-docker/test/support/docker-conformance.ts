@@ -5,16 +5,9 @@ import { SESSION_ID } from '@berth/core';
 import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import { createDockerBackend } from '@berth/backend-docker';
 import { listenForTokens, type ConformanceOptions } from '@berth/conformance';
+import { bridgeGateway } from './bridge.js';
 
 const docker = new Docker();
-
-/** The engine's default bridge's gateway: this machine's own address there, which a public container reaches. */
-export async function bridgeGateway(): Promise<string> {
-  const bridge = (await docker.getNetwork('bridge').inspect()) as { IPAM?: { Config?: Array<{ Gateway?: string }> } };
-  const gateway = bridge.IPAM?.Config?.find((c) => c.Gateway)?.Gateway;
-  if (!gateway) throw new Error("the engine's bridge network has no gateway address");
-  return gateway;
-}
 
 function statusOf(error: unknown): number | undefined {
   const code = (error as { statusCode?: unknown } | undefined)?.statusCode;
