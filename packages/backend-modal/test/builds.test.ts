@@ -11,14 +11,7 @@ import { createModalBackend } from '@berth/backend-modal';
 import { ModalSimulator } from './sim/index.js';
 
 const sim = await ModalSimulator.start();
-const backend = createModalBackend({
-  serverUrl: sim.url,
-  ca: sim.ca,
-  tokenId: sim.tokenId,
-  tokenSecret: sim.tokenSecret,
-  probeRegistries: ['127.0.0.1:5000'],
-  modalConfigEnv: {},
-});
+const backend = createModalBackend(sim.clientOptions());
 const dirs: string[] = [];
 afterAll(async () => {
   await backend.close();

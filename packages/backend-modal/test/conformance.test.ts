@@ -26,14 +26,7 @@ describeBackendConformance({
   name: 'modal',
   variant: 'simulator',
   createBackend: () => {
-    const backend = createModalBackend({
-      serverUrl: sim.url,
-      ca: sim.ca,
-      tokenId: sim.tokenId,
-      tokenSecret: sim.tokenSecret,
-      probeRegistries: ['127.0.0.1:5000'],
-      modalConfigEnv: {},
-    });
+    const backend = createModalBackend(sim.clientOptions());
     backends.push(backend);
     return backend;
   },

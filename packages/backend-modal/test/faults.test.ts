@@ -15,15 +15,7 @@ const envs: Environment[] = [];
 const backends: Array<{ close(): Promise<void> }> = [];
 
 function backend(extra: Partial<ModalBackendOptions> = {}) {
-  const b = createModalBackend({
-    serverUrl: sim.url,
-    ca: sim.ca,
-    tokenId: sim.tokenId,
-    tokenSecret: sim.tokenSecret,
-    probeRegistries: ['127.0.0.1:5000'],
-    modalConfigEnv: {},
-    ...extra,
-  });
+  const b = createModalBackend({ ...sim.clientOptions(), ...extra });
   backends.push(b);
   return b;
 }

@@ -14,14 +14,7 @@ const EMPTY = { network_access_type: 'ALLOWLIST' };
 const ALLOW_ALL = { network_access_type: 'ALLOWLIST', allowed_cidrs: ['0.0.0.0/0'], allowed_domains: ['*'] };
 
 const sim = await ModalSimulator.start();
-const backend = createModalBackend({
-  serverUrl: sim.url,
-  ca: sim.ca,
-  tokenId: sim.tokenId,
-  tokenSecret: sim.tokenSecret,
-  probeRegistries: ['127.0.0.1:5000'],
-  modalConfigEnv: {},
-});
+const backend = createModalBackend(sim.clientOptions());
 afterAll(async () => {
   await backend.close();
   await sim.close();

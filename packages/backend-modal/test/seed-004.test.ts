@@ -14,14 +14,7 @@ const TASKS = Array.from({ length: 50 }, (_, i) => `task-${String(i).padStart(2,
 const PRIVATE = '127.0.0.1:5000/berth/private-busybox:latest';
 const sim = await ModalSimulator.start();
 sim.addSecret('registry-pull', { REGISTRY_USERNAME: 'berth', REGISTRY_PASSWORD: 'berth-test-secret' });
-const backend = createModalBackend({
-  serverUrl: sim.url,
-  ca: sim.ca,
-  tokenId: sim.tokenId,
-  tokenSecret: sim.tokenSecret,
-  probeRegistries: ['127.0.0.1:5000'],
-  modalConfigEnv: {},
-});
+const backend = createModalBackend(sim.clientOptions());
 const dir = await mkdtemp(join(tmpdir(), 'berth-seed-004-'));
 await writeFile(join(dir, 'test.sh'), 'echo 1 > /tmp/reward.txt\n');
 afterAll(async () => {

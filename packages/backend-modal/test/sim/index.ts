@@ -98,6 +98,21 @@ export class ModalSimulator {
     return sim;
   }
 
+  /**
+   * What createModalBackend needs to reach this simulator: its server, CA and token, registries
+   * probed on loopback only, and no Modal variables read from the environment.
+   */
+  clientOptions() {
+    return {
+      serverUrl: this.url,
+      ca: this.ca,
+      tokenId: this.tokenId,
+      tokenSecret: this.tokenSecret,
+      probeRegistries: ['127.0.0.1:5000'],
+      modalConfigEnv: {},
+    };
+  }
+
   /** The control plane's origin (https://127.0.0.1:<port>). */
   get url(): string {
     return this.#servers[0]?.url ?? '';
