@@ -4,25 +4,16 @@
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import { createDockerBackend } from '@berth/backend-docker';
 import { runHarborJob, type AttemptResultFile } from '@berth/harbor';
-import { BASIC_IMAGE, tempDir } from './support.js';
+import { BASIC_IMAGE, removeBuiltImages, tempDir } from './support.js';
 
 const CORPUS = fileURLToPath(new URL('../../../test/fixtures/harbor-corpus/', import.meta.url));
-const docker = new Docker();
 const cleanup: string[] = [];
 const contexts: string[] = [];
 afterAll(async () => {
-  for (const context of contexts) {
-    const tag = buildTag(await hashBuildContext({ context, dockerfile: 'Dockerfile', args: {}, network: 'public' }));
-    await docker
-      .getImage(tag)
-      .remove({ force: true })
-      .catch(() => undefined);
-  }
+  await removeBuiltImages(contexts);
   await Promise.all(cleanup.map((d) => rm(d, { recursive: true, force: true })));
 });
 

@@ -5,22 +5,15 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Backend, EnvironmentPhase } from '@berth/core';
-import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import { createDockerBackend } from '@berth/backend-docker';
 import { loadHarborTask, runHarborJob, type AttemptResultFile } from '@berth/harbor';
-import { BASIC_IMAGE, tempDir, writeTask } from './support.js';
+import { BASIC_IMAGE, removeBuiltImages, tempDir, writeTask } from './support.js';
 
 const docker = new Docker();
 const dirs: string[] = [];
 const contexts: string[] = [];
 afterAll(async () => {
-  for (const context of contexts) {
-    const tag = buildTag(await hashBuildContext({ context, dockerfile: 'Dockerfile', args: {}, network: 'public' }));
-    await docker
-      .getImage(tag)
-      .remove({ force: true })
-      .catch(() => undefined);
-  }
+  await removeBuiltImages(contexts);
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 

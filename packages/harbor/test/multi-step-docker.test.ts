@@ -6,25 +6,16 @@
 import { chmod, cp, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import { createDockerBackend } from '@berth/backend-docker';
 import { runHarborJob, type AttemptResultFile, type HarborJobReport } from '@berth/harbor';
-import { BASIC_IMAGE, tempDir } from './support.js';
+import { BASIC_IMAGE, removeBuiltImages, tempDir } from './support.js';
 
 const RECIPE = fileURLToPath(new URL('../../../test/fixtures/harbor-cookbook/multi-step/', import.meta.url));
-const docker = new Docker();
 const dirs: string[] = [];
 const contexts: string[] = [];
 afterAll(async () => {
-  for (const context of contexts) {
-    const tag = buildTag(await hashBuildContext({ context, dockerfile: 'Dockerfile', args: {}, network: 'public' }));
-    await docker
-      .getImage(tag)
-      .remove({ force: true })
-      .catch(() => undefined);
-  }
+  await removeBuiltImages(contexts);
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 

@@ -2,7 +2,9 @@
 import { chmod, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Docker from 'dockerode';
 import { parse as parseToml } from 'smol-toml';
+import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 
 export const BASIC_IMAGE = 'berth-test/busybox:latest';
 
@@ -104,4 +106,16 @@ network_mode = "no-network"
     solve: `#!/bin/sh\nmkdir -p /app\n${send('agent')} > /app/agent.txt\n`,
     test: `#!/bin/sh\nmkdir -p /logs/verifier\n{ cat /app/agent.txt; ${send('verifier')}; } > /logs/verifier/saw.txt\necho 1 > /logs/verifier/reward.txt\n`,
   });
+}
+
+/** Remove the images the Docker backend built from these contexts (tagged by their content), if there. */
+export async function removeBuiltImages(contexts: readonly string[]): Promise<void> {
+  const docker = new Docker();
+  for (const context of contexts) {
+    const tag = buildTag(await hashBuildContext({ context, dockerfile: 'Dockerfile', args: {}, network: 'public' }));
+    await docker
+      .getImage(tag)
+      .remove({ force: true })
+      .catch(() => undefined);
+  }
 }

@@ -3,26 +3,17 @@
 // what they made, in its own sandbox too); a command that fails or times out changes nothing else.
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import { createDockerBackend } from '@berth/backend-docker';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { runHarborJob, type AttemptResultFile } from '@berth/harbor';
 import { BERTH_KUBECONFIG, TOLERATE_FAULT } from '../../backend-k8s/test/support/cluster.js';
-import { BASIC_IMAGE, tempDir, writeTask } from './support.js';
+import { BASIC_IMAGE, removeBuiltImages, tempDir, writeTask } from './support.js';
 
-const docker = new Docker();
 const dirs: string[] = [];
 const contexts: string[] = [];
 afterAll(async () => {
-  for (const context of contexts) {
-    const tag = buildTag(await hashBuildContext({ context, dockerfile: 'Dockerfile', args: {}, network: 'public' }));
-    await docker
-      .getImage(tag)
-      .remove({ force: true })
-      .catch(() => undefined);
-  }
+  await removeBuiltImages(contexts);
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
