@@ -279,4 +279,13 @@ describe('tar streaming', () => {
     const dir = await tmp();
     await expect(extractDirectory(tarOf([{ name: 'f', body: 'x' }]), join(dir, 'o'))).rejects.toThrow('use downloadFile');
   });
+
+  it('extractDirectory on a file archive leaves no directory it made (the file may go there next), and keeps one that was there', async () => {
+    const dir = await tmp();
+    await expect(extractDirectory(tarOf([{ name: 'f', body: 'x' }]), join(dir, 'new', 'deeper'))).rejects.toThrow('use downloadFile');
+    expect(await readdir(dir)).toEqual([]);
+    await mkdir(join(dir, 'there'));
+    await expect(extractDirectory(tarOf([{ name: 'f', body: 'x' }]), join(dir, 'there'))).rejects.toThrow('use downloadFile');
+    expect(await readdir(dir)).toEqual(['there']);
+  });
 });

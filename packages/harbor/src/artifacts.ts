@@ -1,4 +1,4 @@
-import { rmdir, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { ConfigError, TransferError, serializeError, type Environment, type SerializedError } from '@berth/core';
 import type { HarborTask } from './task.js';
@@ -35,8 +35,6 @@ async function copyOut(env: Environment, source: string, local: string, signal: 
   } catch (error) {
     // A file, not a directory: the caller asked for the wrong kind, which we can tell and fix.
     if (!(ConfigError.isInstance(error) && error.path === 'remotePath')) throw error;
-    // The refused downloadDir may have made the (empty) local directory where the file goes.
-    await rmdir(local).catch(() => undefined);
     await env.downloadFile(source, local, { signal });
   }
 }

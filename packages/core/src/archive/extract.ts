@@ -1,5 +1,5 @@
 import { closeSync, constants, createWriteStream, fchmodSync, futimesSync, openSync, unlinkSync, writeSync } from 'node:fs';
-import { chmod, link, lstat, mkdir, realpath, symlink, unlink, utimes } from 'node:fs/promises';
+import { chmod, link, lstat, mkdir, realpath, rm, symlink, unlink, utimes } from 'node:fs/promises';
 import { dirname, isAbsolute, posix, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { extract as tarExtract } from 'tar-stream';
@@ -129,7 +129,8 @@ async function makeSymlinks(root: string, links: readonly PendingLink[], kept: r
 export async function extractDirectory(source: NodeJS.ReadableStream, localDir: string, outsideLinks: OutsideLinks = 'skip'): Promise<TransferStats> {
   const started = Date.now();
   const stats: TransferStats = { files: 0, directories: 0, symlinks: 0, bytes: 0, durationMs: 0 };
-  await mkdir(localDir, { recursive: true });
+  // The first directory this call made, if any: taken back when the source turns out to be a file.
+  const created = await mkdir(localDir, { recursive: true });
   const root = await realpath(localDir);
   const safeDirs = new Set<string>([root]);
   const dirModes: Array<[string, number, Date]> = [];
@@ -156,7 +157,11 @@ export async function extractDirectory(source: NodeJS.ReadableStream, localDir: 
     const rel = entryPath(header.name);
     if (rel === undefined) {
       // The top directory itself.
-      if (header.type !== 'directory') throw new UnexpectedEntryError('not_directory', `${header.name} is not a directory: use downloadFile`);
+      if (header.type !== 'directory') {
+        // Nothing has been written yet: leave no empty directory where the caller may put the file.
+        if (created !== undefined) await rm(created, { recursive: true, force: true });
+        throw new UnexpectedEntryError('not_directory', `${header.name} is not a directory: use downloadFile`);
+      }
       if (header.type === 'directory') dirModes.push([root, header.mode ?? 0o755, header.mtime ?? new Date()]);
       entry.resume();
       continue;
