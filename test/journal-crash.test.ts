@@ -18,8 +18,11 @@ function run(args: string[]): { pid: number; done: Promise<number | null> } {
 
 async function settledLines(path: string): Promise<string[]> {
   if (!existsSync(path)) return [];
+  // The victim may be mid-write: only newline-terminated lines are written (the journal's own
+  // reader drops a torn tail the same way).
   return (await readFile(path, 'utf8'))
     .split('\n')
+    .slice(0, -1)
     .filter((l) => l.includes('"type":"attempt"'))
     .map((l) => {
       const r = (JSON.parse(l) as { record: { taskId: string; attempt: number } }).record;
