@@ -23,9 +23,10 @@ interface JournalAttempt {
 
 async function journalAttempts(jobDir: string): Promise<Array<{ taskId: string; attempt: number; startedAt: number }>> {
   const text = await readFile(join(jobDir, 'journal.jsonl'), 'utf8').catch(() => '');
+  // The run may be mid-write: only newline-terminated lines are written.
   return text
     .split('\n')
-    .filter(Boolean)
+    .slice(0, -1)
     .map((l) => JSON.parse(l) as JournalAttempt)
     .filter((l) => l.type === 'attempt')
     .map((l) => l.record!);
