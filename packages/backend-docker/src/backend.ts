@@ -65,6 +65,11 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
     options,
     transfers: options.transfers ?? 'native',
     target: () => engineAddress(options),
+    // Built JS of this package (from src/ and dist/ alike): the guardian process cannot run TypeScript.
+    guardian: () => {
+      const { socketPath, host, port, protocol } = options;
+      return { module: new URL('../dist/guardian.js', import.meta.url), config: { socketPath, host, port, protocol } };
+    },
     transport: (id, spec) => new DockerSandbox(docker(), options, id, spec, imageSource(spec), gpus, imageMountsOf(spec, options)),
     async checkApi() {
       try {

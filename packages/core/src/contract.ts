@@ -188,6 +188,12 @@ export interface SweepOptions {
    * teardown failed). Safe when BERTH_SESSION is shared by several processes.
    */
   ownedByThisProcess?: boolean;
+  /**
+   * Only what the process with this pid on this host created (the owner labels), whether or not it
+   * is alive: the guardian's selection once the process it watches has died (see the guardian in
+   * @berth/core's README).
+   */
+  ownedBy?: { pid: number; host: string };
 }
 
 export interface SweepReport {

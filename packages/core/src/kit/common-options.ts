@@ -21,6 +21,12 @@ export interface CommonBackendOptions {
    * environment: that is spec.env.
    */
   dockerConfigEnv?: Record<string, string | undefined>;
+  /**
+   * Start a guardian at the first sandbox: a detached process that removes this process's
+   * sandboxes (and their per-run resources) within seconds of its end, however it ends (SIGKILL
+   * too). Default true, unless the environment variable BERTH_GUARDIAN is 0, false, off or no.
+   */
+  guardian?: boolean;
 }
 
 /** For backends whose engine pulls images itself (Docker, Kubernetes). */

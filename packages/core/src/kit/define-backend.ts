@@ -17,6 +17,7 @@ import { assertSupported, type CapabilityHints } from './capabilities.js';
 import type { CommonBackendOptions } from './common-options.js';
 import { CreationLimiter, type CreationLimits } from './creation-limiter.js';
 import { SandboxEnvironment } from './environment.js';
+import { Guardian, type GuardianTarget } from './guardian.js';
 import { Sweep, type SweepTarget } from './sweep-rule.js';
 import type { TransferMode } from './transfers.js';
 import type { SandboxTransport } from './transport.js';
@@ -55,6 +56,11 @@ export interface BackendDefinition {
   checkSpec?(spec: EnvironmentSpec | undefined): Promise<PreflightCheck[]>;
   /** berth's resources (LABEL_MANAGED; LABEL_SESSION when given), for the sweep. May throw: sweep rejects with it. */
   listManaged(opts: { session?: string }): Promise<ManagedResource[]>;
+  /**
+   * How a guardian process reaches the engine to sweep this process's resources after it died
+   * (called once, at the first sandbox). Omitted: this backend has no guardian.
+   */
+  guardian?(): GuardianTarget;
 }
 
 /** A backend made from a definition, with its hints (for docs); `extra` adds the backend's own methods (close(), ...). */
@@ -63,6 +69,7 @@ export type DefinedBackend<Extra extends object = object> = Backend & { readonly
 /** The one way to make a Backend: see BackendDefinition. */
 export function defineBackend<Extra extends object = object>(def: BackendDefinition, extra?: Extra): DefinedBackend<Extra> {
   const limiter = new CreationLimiter(def.options.creation ?? def.defaultCreation);
+  const guardian = new Guardian(def.name, def.options.guardian, def.guardian?.bind(def));
 
   const environment = (input: EnvironmentSpecInput): Environment => {
     const spec = parseEnvironmentSpec(input, { backend: def.name });
@@ -76,6 +83,7 @@ export function defineBackend<Extra extends object = object>(def: BackendDefinit
       limiter,
       capabilities: def.capabilities,
       transfers: def.transfers ?? 'native',
+      beforeCreate: () => guardian.ensure(),
       ...(def.options.labels ? { labels: def.options.labels } : {}),
     });
   };

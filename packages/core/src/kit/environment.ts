@@ -52,6 +52,8 @@ export interface SandboxEnvironmentOptions {
    * none of those is claimed.
    */
   capabilities?: Partial<Pick<Capabilities, 'tty' | 'execUser'>>;
+  /** Called before each sandbox creation (defineBackend starts the backend's guardian at the first). */
+  beforeCreate?: () => void;
 }
 
 /** When a command was killed from outside, how long the backend may take to agree the sandbox died. */
@@ -145,7 +147,10 @@ export class SandboxEnvironment implements Environment {
       if (update.build) this.events.emit('build', update.build);
     };
     const labels = sandboxLabels(this.id, this.spec.labels, this.#options.labels);
-    const create = () => this.#removal.create({ labels, signal: stop.signal, progress });
+    const create = () => {
+      this.#options.beforeCreate?.();
+      return this.#removal.create({ labels, signal: stop.signal, progress });
+    };
     const limiter = this.#options.limiter;
     const work = (async () => {
       throwIfAborted(signal, this.#ctx('start'));

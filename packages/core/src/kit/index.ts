@@ -5,6 +5,7 @@
  * section of @berth/core's README.
  */
 export { defineBackend, type BackendDefinition, type DefinedBackend, type ManagedResource } from './define-backend.js';
+export { GUARDIAN_ENV, guardianEnabled, type GuardianTarget } from './guardian.js';
 export { refuseRenamedOptions, type CommonBackendOptions, type ProbeRegistriesOption, type PullPolicyOption } from './common-options.js';
 export { imageCheck, type ImageCheckContext } from './image-check.js';
 export { capabilityTable, type CapabilitySource } from './capability-table.js';

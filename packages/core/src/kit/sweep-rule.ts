@@ -56,18 +56,19 @@ export class Sweep {
   readonly report: SweepReport;
   readonly #olderThanMs: number | undefined;
   readonly #dryRun: boolean;
-  readonly #mine: boolean;
+  /** Only this owner's resources (ownedByThisProcess, ownedBy), alive or not. */
+  readonly #owner: { pid: number; host: string } | undefined;
 
   constructor(backend: string, opts: SweepOptions = {}) {
     this.#olderThanMs = opts.olderThanMs;
-    this.#mine = opts.ownedByThisProcess === true;
+    this.#owner = opts.ownedBy ?? (opts.ownedByThisProcess === true ? { pid: process.pid, host: hostname() } : undefined);
     this.#dryRun = opts.dryRun === true;
     this.report = { backend, removed: [], failed: [], ...(this.#dryRun ? { dryRun: true, wouldRemove: [] } : {}) };
   }
 
   /** The sweep rule (isOrphan); `createdAtMs` is the backend's own record, used if the label is missing. */
   isOrphan(labels: Readonly<Record<string, string | undefined>>, createdAtMs?: number): boolean {
-    if (this.#mine) return labels[LABEL_OWNER_PID] === String(process.pid) && labels[LABEL_OWNER_HOST] === hostname();
+    if (this.#owner) return labels[LABEL_OWNER_PID] === String(this.#owner.pid) && labels[LABEL_OWNER_HOST] === this.#owner.host;
     return isOrphan(labels, {
       ...(this.#olderThanMs !== undefined ? { olderThanMs: this.#olderThanMs } : {}),
       ...(createdAtMs ? { createdAtMs } : {}),

@@ -1,0 +1,77 @@
+// The guardian against the real engine: a process that started sandboxes and is then killed
+// (SIGKILL, or SIGTERM with no handler: Node exits at once) leaves nothing within 30 s, and of two
+// such processes on one host (one BERTH_SESSION) only the killed one's sandboxes go.
+import { randomBytes } from 'node:crypto';
+import Docker from 'dockerode';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createDockerBackend } from '@berth/backend-docker';
+import { goneWithin, startChild, type GuardedChild } from '../../../test/support/guardian-children.js';
+
+const docker = new Docker();
+const children: GuardedChild[] = [];
+const tags: string[] = [];
+
+const newTag = () => {
+  const tag = `g-${randomBytes(4).toString('hex')}`;
+  tags.push(tag);
+  return tag;
+};
+const containers = async (tag: string) => (await docker.listContainers({ all: true, filters: { label: [`berth.test-guardian=${tag}`] } })).length;
+
+afterAll(async () => {
+  for (const child of children) child.proc.kill('SIGKILL');
+  for (const tag of tags) {
+    for (const info of await docker.listContainers({ all: true, filters: { label: [`berth.test-guardian=${tag}`] } }))
+      await docker
+        .getContainer(info.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
+  }
+});
+
+const run = (count: number, env?: Record<string, string>) => {
+  const tag = newTag();
+  const child = startChild('docker', count, tag, env);
+  children.push(child);
+  return { tag, child };
+};
+
+describe('docker guardian', () => {
+  for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
+    it(`a process killed with ${signal} leaves none of its 3 sandboxes within 30 s`, async () => {
+      const { tag, child } = run(3);
+      await child.ready;
+      expect(await containers(tag)).toBe(3);
+      child.proc.kill(signal);
+      expect(await child.exited).toBe(signal);
+      const took = await goneWithin(() => containers(tag), 30_000);
+      console.log(`docker guardian, ${signal}: 3 sandboxes gone ${took} ms after the kill`);
+      expect(took).toBeDefined();
+    }, 90_000);
+  }
+
+  it('two processes on one host and one session: killing one removes only its own sandboxes', async () => {
+    const a = run(2);
+    const b = run(2);
+    await Promise.all([a.child.ready, b.child.ready]);
+    a.child.proc.kill('SIGKILL');
+    expect(await goneWithin(() => containers(a.tag), 30_000)).toBeDefined();
+    // b's guardian saw nothing end; a's swept only a's pid.
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(await containers(b.tag)).toBe(2);
+    b.child.proc.kill('SIGKILL');
+    expect(await goneWithin(() => containers(b.tag), 30_000)).toBeDefined();
+  }, 120_000);
+
+  it('BERTH_GUARDIAN=0: a killed process leaves its sandboxes, for sweep', async () => {
+    const { tag, child } = run(1, { BERTH_GUARDIAN: '0' });
+    await child.ready;
+    child.proc.kill('SIGKILL');
+    await child.exited;
+    await new Promise((r) => setTimeout(r, 5000));
+    expect(await containers(tag)).toBe(1);
+    const report = await createDockerBackend().sweep();
+    expect(report.removed.length).toBeGreaterThanOrEqual(1);
+    expect(await containers(tag)).toBe(0);
+  }, 90_000);
+});

@@ -1,0 +1,74 @@
+// The guardian process (see guardian.ts): `node guardian-main.js`, started detached by the kit with
+// a pipe on stdin. It reads one JSON line (GuardianMessage), rebuilds the backend from it, waits for
+// EOF (the process that started it has ended), then removes what that process created.
+import type { SweepReport } from '../contract.js';
+import type { GuardianMessage } from './guardian.js';
+
+/** How long removal is retried (an engine restarting, an API briefly unreachable). */
+const RETRY_FOR_MS = 30_000;
+const RETRY_EVERY_MS = 2_000;
+
+interface GuardedBackend {
+  sweep(opts: { session: string; ownedBy: { pid: number; host: string } }): Promise<SweepReport>;
+  close?(): Promise<void>;
+}
+
+const log = (line: string) => process.stderr.write(`${new Date().toISOString()} berth guardian ${process.pid}: ${line}\n`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The first line of stdin, and a promise of its end (EOF: the owner is gone). */
+function readPipe(): { first: Promise<string>; ended: Promise<void> } {
+  let buffered = '';
+  let resolveFirst: (line: string) => void;
+  let rejectFirst: (error: Error) => void;
+  const first = new Promise<string>((resolve, reject) => {
+    resolveFirst = resolve;
+    rejectFirst = reject;
+  });
+  const ended = new Promise<void>((resolve) => {
+    process.stdin.on('end', resolve);
+    // A broken pipe means the same as its end.
+    process.stdin.on('error', () => resolve());
+  });
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', (chunk: string) => {
+    buffered += chunk;
+    const newline = buffered.indexOf('\n');
+    if (newline >= 0) resolveFirst(buffered.slice(0, newline));
+  });
+  void ended.then(() => rejectFirst(new Error('the pipe ended before the guardian was told what to guard')));
+  return { first, ended };
+}
+
+async function main(): Promise<void> {
+  const { first, ended } = readPipe();
+  const message = JSON.parse(await first) as GuardianMessage;
+  // The owner's environment, for whatever the backend's client reads (never logged).
+  Object.assign(process.env, message.env);
+  const { owner } = message;
+  const mod = (await import(message.module)) as { guardianBackend(config: unknown): GuardedBackend };
+  const backend = mod.guardianBackend(message.config);
+  log(`guarding ${message.backend} resources of pid ${owner.pid} (session ${owner.session})`);
+  await ended;
+  const deadline = Date.now() + RETRY_FOR_MS;
+  for (;;) {
+    try {
+      const report = await backend.sweep({ session: owner.session, ownedBy: { pid: owner.pid, host: owner.host } });
+      log(`pid ${owner.pid} ended: removed ${report.removed.length} (${report.removed.join(', ')}), ${report.failed.length} failed`);
+      if (report.failed.length === 0 || Date.now() > deadline) break;
+    } catch (error) {
+      log(`pid ${owner.pid} ended: sweep failed (${error instanceof Error ? error.message : String(error)})`);
+      if (Date.now() > deadline) break;
+    }
+    await sleep(RETRY_EVERY_MS);
+  }
+  await backend.close?.();
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    log(`stopped: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  },
+);
