@@ -119,6 +119,11 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
       defaultCreation: { maxConcurrent: 16, perSecond: 20 },
       transfers: 'exec',
       target: () => `${cluster().server} namespace ${cluster().namespace}`,
+      // Built JS of this package (from src/ and dist/ alike): the guardian process cannot run TypeScript.
+      guardian: () => ({
+        module: new URL('../dist/guardian.js', import.meta.url),
+        config: { kubeconfig: cluster().kc.exportConfig(), namespace: cluster().namespace },
+      }),
       transport: (id, spec) => new K8sSandbox({ cluster: cluster(), options, removals, network }, id, spec, images(spec)),
       async checkApi() {
         let c: Cluster;
