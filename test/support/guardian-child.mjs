@@ -1,14 +1,16 @@
 // A library user's process for the guardian tests: starts sandboxes, says so, then waits to be
 // killed (no signal handlers of its own: SIGTERM ends it at once, as Node does by default).
-//   node test/support/guardian-child.mjs <docker|k8s> <count> <tag>
+//   node test/support/guardian-child.mjs <docker|k8s|modal> <count> <tag>
 // Every sandbox carries the label berth.test-guardian=<tag>. Prints "ready" once all run.
 // GUARDIAN_CHILD_OPTIONS (backend options) and GUARDIAN_CHILD_SPEC (spec fields), JSON, if set.
 import { createDockerBackend } from '@berth/backend-docker';
 import { createK8sBackend } from '@berth/backend-k8s';
+import { createModalBackend } from '@berth/backend-modal';
 
 const [kind, countArg, tag] = process.argv.slice(2);
 const options = JSON.parse(process.env.GUARDIAN_CHILD_OPTIONS ?? '{}');
-const backend = kind === 'k8s' ? createK8sBackend(options) : createDockerBackend(options);
+const factories = { docker: createDockerBackend, k8s: createK8sBackend, modal: createModalBackend };
+const backend = factories[kind](options);
 const spec = {
   image: 'berth-test/busybox:latest',
   network: 'none',

@@ -13,7 +13,7 @@ export interface GuardedChild {
   exited: Promise<NodeJS.Signals | null>;
 }
 
-export function startChild(kind: 'docker' | 'k8s', count: number, tag: string, env: Record<string, string> = {}): GuardedChild {
+export function startChild(kind: 'docker' | 'k8s' | 'modal', count: number, tag: string, env: Record<string, string> = {}): GuardedChild {
   const proc = spawn(process.execPath, [CHILD, kind, String(count), tag], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));

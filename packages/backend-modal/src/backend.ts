@@ -16,6 +16,7 @@ import { mapModalError } from './modal-errors.js';
 import type { ModalBackendOptions } from './options.js';
 import { ModalSandbox } from './sandbox.js';
 import { ModalShared } from './shared.js';
+import type { ModalGuardianConfig } from './guardian.js';
 import { CAPABILITIES, HINTS, RENAMED, DEFAULT_CREATION } from './capabilities.js';
 
 /** The Modal backend; `close()` ends its HTTP/2 connections (an idle one would keep the process up). */
@@ -64,6 +65,20 @@ export function createModalBackend(options: ModalBackendOptions = {}): ModalBack
       transfers: 'exec',
       target: () => `${modal().credentials.serverUrl} environment ${options.environmentName ?? '(default)'} app ${options.appName ?? 'berth'}`,
       transport: (id, spec) => new ModalSandbox(modal(), id, spec, plan(id, spec)),
+      // Built JS of this package (from src/ and dist/ alike): the guardian process cannot run TypeScript.
+      guardian: () => {
+        const { tokenId, tokenSecret, serverUrl } = modal().credentials;
+        const { ca, appName, environmentName } = options;
+        const config: ModalGuardianConfig = {
+          tokenId,
+          tokenSecret,
+          serverUrl,
+          ...(ca !== undefined ? { ca: ca.toString() } : {}),
+          ...(appName !== undefined ? { appName } : {}),
+          ...(environmentName !== undefined ? { environmentName } : {}),
+        };
+        return { module: new URL('../dist/guardian.js', import.meta.url), config };
+      },
       async checkApi() {
         try {
           const appId = await modal().app();
