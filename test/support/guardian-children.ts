@@ -34,3 +34,28 @@ export async function goneWithin(count: () => Promise<number>, withinMs: number)
   }
   return undefined;
 }
+
+/** The guardian processes (packages/core's guardian-main.js) whose parent is `pid`, from /proc (Linux). */
+export async function guardiansOf(pid: number): Promise<number[]> {
+  const { readdir, readFile } = await import('node:fs/promises');
+  const found: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+      // Field 4 is the parent's pid; field 2, the name, may hold spaces: read after its ')'.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid !== pid) continue;
+      if ((await readFile(`/proc/${entry}/cmdline`, 'utf8')).includes('guardian-main.js')) found.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return found;
+}
+
+/** What another process of this user can see of a process: its command line and environment. */
+export async function visibleOf(pid: number): Promise<string> {
+  const { readFile } = await import('node:fs/promises');
+  return `${await readFile(`/proc/${pid}/cmdline`, 'utf8')}\n${await readFile(`/proc/${pid}/environ`, 'utf8')}`;
+}

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDockerBackend } from '@berth/backend-docker';
-import { goneWithin, startChild, type GuardedChild } from '../../../test/support/guardian-children.js';
+import { goneWithin, guardiansOf, startChild, type GuardedChild } from '../../../test/support/guardian-children.js';
 
 const docker = new Docker();
 const children: GuardedChild[] = [];
@@ -62,6 +62,18 @@ describe('docker guardian', () => {
     b.child.proc.kill('SIGKILL');
     expect(await goneWithin(() => containers(b.tag), 30_000)).toBeDefined();
   }, 120_000);
+
+  it('one guardian per process and engine, however many backend instances reach it; none with guardian: false', async () => {
+    const tag = newTag();
+    const spec = { image: 'berth-test/busybox:latest', network: 'none' as const, labels: { 'berth.test-guardian': tag } };
+    const off = createDockerBackend({ guardian: false });
+    await (await off.start(spec)).teardown();
+    expect(await guardiansOf(process.pid)).toEqual([]);
+    const [first, second] = [createDockerBackend(), createDockerBackend()];
+    const envs = await Promise.all([first.start(spec), second.start(spec), first.start(spec)]);
+    expect(await guardiansOf(process.pid)).toHaveLength(1);
+    await Promise.all(envs.map((e) => e.teardown()));
+  });
 
   it('BERTH_GUARDIAN=0: a killed process leaves its sandboxes, for sweep', async () => {
     const { tag, child } = run(1, { BERTH_GUARDIAN: '0' });

@@ -3,7 +3,7 @@
 // only the killed one's go. The guardian gets the token over its pipe, as in production.
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { goneWithin, startChild, type GuardedChild } from '../../../test/support/guardian-children.js';
+import { goneWithin, guardiansOf, startChild, visibleOf, type GuardedChild } from '../../../test/support/guardian-children.js';
 import { ModalSimulator } from './sim/index.js';
 
 const sim = await ModalSimulator.start();
@@ -31,6 +31,13 @@ describe('modal guardian (simulator)', () => {
       const { tag, child } = run(3);
       await child.ready;
       expect(await sandboxes(tag)).toBe(3);
+      // One guardian for the child's backend; the token reached it over the pipe, not where others can read.
+      const guardians = await guardiansOf(child.proc.pid!);
+      expect(guardians).toHaveLength(1);
+      const visible = await visibleOf(guardians[0]!);
+      expect(visible).toContain('guardian-main.js');
+      expect(visible).not.toContain(sim.tokenSecret);
+      expect(visible).not.toContain(sim.tokenId);
       child.proc.kill(signal);
       expect(await child.exited).toBe(signal);
       const took = await goneWithin(() => sandboxes(tag), 30_000);

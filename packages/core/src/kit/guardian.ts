@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, openSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -43,11 +44,17 @@ export function guardianEnabled(option: boolean | undefined, env: Readonly<Recor
  */
 const WATCHDOG = new URL('../../dist/kit/guardian-main.js', import.meta.url);
 
+/**
+ * The targets this process has a guardian for. Backend instances reaching the same engine the same
+ * way share one: it sweeps by this process's pid, so it removes what any of them made.
+ */
+const guarded = new Set<string>();
+
 /** Variables the watchdog is started with: enough to start Node, nothing secret. The rest comes over the pipe. */
 const VISIBLE_ENV = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'SYSTEMROOT'];
 
 /**
- * One backend instance's guardian: a detached Node process started before its first sandbox is
+ * One backend instance's guardian (shared with instances reaching the same engine): a detached Node process started before its first sandbox is
  * created, holding the read end of a pipe whose write end only this process has. When this
  * process ends, however it ends (SIGKILL too), the kernel closes the pipe; the guardian reads EOF
  * and sweeps what this process (its pid, host and session) created, with the backend's own sweep.
@@ -78,6 +85,10 @@ export class Guardian {
   }
 
   #spawn(target: GuardianTarget): void {
+    const key = createHash('sha256')
+      .update(`${this.#backend}\0${target.module.href}\0${JSON.stringify(target.config)}`)
+      .digest('hex');
+    if (guarded.has(key)) return;
     const script = fileURLToPath(WATCHDOG);
     if (!existsSync(script)) throw new Error(`its script ${script} is missing (is @berth/core built?)`);
     const env: Record<string, string> = {};
@@ -88,7 +99,11 @@ export class Guardian {
       stdio: ['pipe', 'ignore', log ? openSync(log, 'a') : 'ignore'],
       env,
     });
-    child.on('error', (error) => this.#warn(error));
+    child.on('error', (error) => {
+      guarded.delete(key);
+      this.#warn(error);
+    });
+    guarded.add(key);
     child.unref();
     const pipe = child.stdin!;
     // The guardian gone early (killed by someone) must not crash this process with EPIPE.
