@@ -55,7 +55,8 @@ describe('berth run, interrupted', () => {
     const tasks = await slowDataset('killed', 8, 3);
     const jobDir = join(root, 'killed-job');
     const args = ['run', tasks, '--job-dir', jobDir, '--concurrency', '2'];
-    const child = spawnBerth(args);
+    // Without the guardian, which would remove the killed run's sandboxes itself: this is sweep's case.
+    const child = spawnBerth(args, { env: { BERTH_GUARDIAN: '0' } });
     const done = collect(child);
     // Wait for two settled attempts, with two more running.
     for (let i = 0; i < 600 && (await journalAttempts(jobDir)).length < 2; i++) await sleep(100);

@@ -1,6 +1,8 @@
 // The guardian process (see guardian.ts): `node guardian-main.js`, started detached by the kit with
 // a pipe on stdin. It reads one JSON line (GuardianMessage), rebuilds the backend from it, waits for
 // EOF (the process that started it has ended), then removes what that process created.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { SweepReport } from '../contract.js';
 import type { GuardianMessage } from './guardian.js';
 
@@ -46,10 +48,13 @@ async function main(): Promise<void> {
   // The owner's environment, for whatever the backend's client reads (never logged).
   Object.assign(process.env, message.env);
   const { owner } = message;
-  const mod = (await import(message.module)) as { guardianBackend(config: unknown): GuardedBackend };
-  const backend = mod.guardianBackend(message.config);
+  // Checked now, loaded only when needed: a waiting guardian stays small (bare Node) and takes no
+  // CPU from the first start it runs beside.
+  if (!existsSync(fileURLToPath(message.module))) throw new Error(`no module ${message.module}`);
   log(`guarding ${message.backend} resources of pid ${owner.pid} (session ${owner.session})`);
   await ended;
+  const mod = (await import(message.module)) as { guardianBackend(config: unknown): GuardedBackend };
+  const backend = mod.guardianBackend(message.config);
   const deadline = Date.now() + RETRY_FOR_MS;
   for (;;) {
     try {
