@@ -13,8 +13,13 @@ export interface GuardedChild {
   exited: Promise<NodeJS.Signals | null>;
 }
 
-export function startChild(kind: 'docker' | 'k8s' | 'modal', count: number, tag: string, env: Record<string, string> = {}): GuardedChild {
-  const proc = spawn(process.execPath, [CHILD, kind, String(count), tag], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+/** `ownGroup`: the child leads a process group of its own, for a kill of the whole group. */
+export function startChild(kind: 'docker' | 'k8s' | 'modal', count: number, tag: string, env: Record<string, string> = {}, ownGroup = false): GuardedChild {
+  const proc = spawn(process.execPath, [CHILD, kind, String(count), tag], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+    detached: ownGroup,
+  });
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<NodeJS.Signals | null>((resolve) => proc.on('exit', (_code, signal) => resolve(signal)));

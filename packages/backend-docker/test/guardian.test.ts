@@ -29,9 +29,9 @@ afterAll(async () => {
   }
 });
 
-const run = (count: number, env?: Record<string, string>) => {
+const run = (count: number, env?: Record<string, string>, ownGroup = false) => {
   const tag = newTag();
-  const child = startChild('docker', count, tag, env);
+  const child = startChild('docker', count, tag, env, ownGroup);
   children.push(child);
   return { tag, child };
 };
@@ -49,6 +49,14 @@ describe('docker guardian', () => {
       expect(took).toBeDefined();
     }, 90_000);
   }
+
+  it("a SIGKILL of the process's whole group (a Ctrl-C, a CI job's end) does not take the guardian along", async () => {
+    const { tag, child } = run(2, {}, true);
+    await child.ready;
+    process.kill(-child.proc.pid!, 'SIGKILL');
+    expect(await child.exited).toBe('SIGKILL');
+    expect(await goneWithin(() => containers(tag), 30_000)).toBeDefined();
+  }, 90_000);
 
   it('two processes on one host and one session: killing one removes only its own sandboxes', async () => {
     const a = run(2);
