@@ -27,6 +27,8 @@ export function startChild(kind: 'docker' | 'k8s' | 'modal', count: number, tag:
     proc.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
     void exited.then(() => reject(new Error(`the child exited before its sandboxes ran: ${stderr}`)));
   });
+  // A test that kills the child before it is ready does not await this: no unhandled rejection.
+  ready.catch(() => undefined);
   return { proc, ready, exited };
 }
 

@@ -50,6 +50,18 @@ describe('docker guardian', () => {
     }, 90_000);
   }
 
+  it('a process killed in the middle of its starts (creates in flight) leaves nothing within 30 s', async () => {
+    const { tag, child } = run(6);
+    // Killed as soon as the engine has the first of its containers, the others being made.
+    while ((await containers(tag)) === 0) await new Promise((r) => setTimeout(r, 10));
+    child.proc.kill('SIGKILL');
+    await child.exited;
+    expect(await goneWithin(() => containers(tag), 30_000)).toBeDefined();
+    // And nothing comes back: a create that landed late is caught by the guardian's second look.
+    await new Promise((r) => setTimeout(r, 7000));
+    expect(await containers(tag)).toBe(0);
+  }, 90_000);
+
   it("a SIGKILL of the process's whole group (a Ctrl-C, a CI job's end) does not take the guardian along", async () => {
     const { tag, child } = run(2, {}, true);
     await child.ready;

@@ -9,6 +9,8 @@ import type { GuardianMessage } from './guardian.js';
 /** How long removal is retried (an engine restarting, an API briefly unreachable). */
 const RETRY_FOR_MS = 30_000;
 const RETRY_EVERY_MS = 2_000;
+/** When the second look is taken, after the first sweep. */
+const SECOND_PASS_MS = 5_000;
 
 interface GuardedBackend {
   sweep(opts: { session: string; ownedBy: { pid: number; host: string } }): Promise<SweepReport>;
@@ -56,18 +58,28 @@ async function main(): Promise<void> {
   const mod = (await import(message.module)) as { guardianBackend(config: unknown): GuardedBackend };
   const backend = mod.guardianBackend(message.config);
   const deadline = Date.now() + RETRY_FOR_MS;
+  await sweepUntilClean(backend, owner, deadline);
+  // A create the process sent just before it died may complete on the engine after that sweep
+  // listed: look once more when such a request has had time to land.
+  await sleep(SECOND_PASS_MS);
+  await sweepUntilClean(backend, owner, deadline + SECOND_PASS_MS);
+  await backend.close?.();
+}
+
+/** Sweep the owner's resources; again every RETRY_EVERY_MS while it fails, until the deadline. */
+async function sweepUntilClean(backend: GuardedBackend, owner: GuardianMessage['owner'], deadline: number): Promise<void> {
   for (;;) {
     try {
       const report = await backend.sweep({ session: owner.session, ownedBy: { pid: owner.pid, host: owner.host } });
-      log(`pid ${owner.pid} ended: removed ${report.removed.length} (${report.removed.join(', ')}), ${report.failed.length} failed`);
-      if (report.failed.length === 0 || Date.now() > deadline) break;
+      if (report.removed.length > 0 || report.failed.length > 0)
+        log(`pid ${owner.pid} ended: removed ${report.removed.length} (${report.removed.join(', ')}), ${report.failed.length} failed`);
+      if (report.failed.length === 0 || Date.now() > deadline) return;
     } catch (error) {
       log(`pid ${owner.pid} ended: sweep failed (${error instanceof Error ? error.message : String(error)})`);
-      if (Date.now() > deadline) break;
+      if (Date.now() > deadline) return;
     }
     await sleep(RETRY_EVERY_MS);
   }
-  await backend.close?.();
 }
 
 main().then(
