@@ -48,6 +48,18 @@ describe('k8s guardian', () => {
     }, 180_000);
   }
 
+  it('a process killed in the middle of its starts (creates in flight) leaves no pod and no secret', async () => {
+    const { tag, child, pid } = run(4);
+    // Killed as soon as the cluster has its first pod, the others being made.
+    while ((await pods(tag)) === 0) await new Promise((r) => setTimeout(r, 20));
+    child.proc.kill('SIGKILL');
+    await child.exited;
+    expect(await goneWithin(both(tag, pid), 30_000)).toBeDefined();
+    // And nothing comes back: a create that landed late is caught by the guardian's second look.
+    await new Promise((r) => setTimeout(r, 7000));
+    expect(await both(tag, pid)()).toBe(0);
+  }, 120_000);
+
   it('two processes on one host and one session: killing one removes only its pods and secret', async () => {
     const a = run(1);
     const b = run(1);
