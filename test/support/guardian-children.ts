@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const CHILD = fileURLToPath(new URL('./guardian-child.mjs', import.meta.url));
+const WORKER_CHILD = fileURLToPath(new URL('./guardian-worker-child.mjs', import.meta.url));
 
 export interface GuardedChild {
   proc: ChildProcess;
@@ -13,6 +14,11 @@ export interface GuardedChild {
   exited: Promise<NodeJS.Signals | null>;
 }
 
+/** A process whose worker thread starts a Docker sandbox tagged `tag` and ends; the process lives on. */
+export function startWorkerChild(tag: string): GuardedChild {
+  return watch(spawn(process.execPath, [WORKER_CHILD, tag], { stdio: ['ignore', 'pipe', 'pipe'] }));
+}
+
 /** `ownGroup`: the child leads a process group of its own, for a kill of the whole group. */
 export function startChild(kind: 'docker' | 'k8s' | 'modal', count: number, tag: string, env: Record<string, string> = {}, ownGroup = false): GuardedChild {
   const proc = spawn(process.execPath, [CHILD, kind, String(count), tag], {
@@ -20,6 +26,10 @@ export function startChild(kind: 'docker' | 'k8s' | 'modal', count: number, tag:
     env: { ...process.env, ...env },
     detached: ownGroup,
   });
+  return watch(proc);
+}
+
+function watch(proc: ChildProcess): GuardedChild {
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<NodeJS.Signals | null>((resolve) => proc.on('exit', (_code, signal) => resolve(signal)));

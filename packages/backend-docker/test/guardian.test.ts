@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDockerBackend } from '@berth/backend-docker';
-import { goneWithin, guardiansOf, startChild, type GuardedChild } from '../../../test/support/guardian-children.js';
+import { goneWithin, guardiansOf, startChild, startWorkerChild, type GuardedChild } from '../../../test/support/guardian-children.js';
 
 const docker = new Docker();
 const children: GuardedChild[] = [];
@@ -83,6 +83,18 @@ describe('docker guardian', () => {
     b.child.proc.kill('SIGKILL');
     expect(await goneWithin(() => containers(b.tag), 30_000)).toBeDefined();
   }, 120_000);
+
+  it('a worker thread that started the guardian ends while its process lives on: nothing is removed until the process ends', async () => {
+    const tag = newTag();
+    const child = startWorkerChild(tag);
+    children.push(child);
+    await child.ready;
+    // The worker's end closed the guardian's pipe; the process runs, so its sandbox stays.
+    await new Promise((r) => setTimeout(r, 4000));
+    expect(await containers(tag)).toBe(1);
+    child.proc.kill('SIGKILL');
+    expect(await goneWithin(() => containers(tag), 30_000)).toBeDefined();
+  }, 90_000);
 
   it('one guardian per process and engine, however many backend instances reach it; none with guardian: false', async () => {
     const tag = newTag();

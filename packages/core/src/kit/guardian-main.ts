@@ -1,7 +1,7 @@
 // The guardian process (see guardian.ts): `node guardian-main.js`, started detached by the kit with
 // a pipe on stdin. It reads one JSON line (GuardianMessage), rebuilds the backend from it, waits for
 // EOF (the process that started it has ended), then removes what that process created.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { SweepReport } from '../contract.js';
 import type { GuardianMessage } from './guardian.js';
@@ -9,6 +9,10 @@ import type { GuardianMessage } from './guardian.js';
 /** How long removal is retried (an engine restarting, an API briefly unreachable). */
 const RETRY_FOR_MS = 30_000;
 const RETRY_EVERY_MS = 2_000;
+/** How long after EOF an exiting owner may still show as running. */
+const EXIT_SETTLE_MS = 2_000;
+/** How often a live owner whose pipe closed is checked. */
+const WATCH_EVERY_MS = 1_000;
 /** When the second look is taken, after the first sweep. */
 const SECOND_PASS_MS = 5_000;
 
@@ -55,6 +59,7 @@ async function main(): Promise<void> {
   if (!existsSync(fileURLToPath(message.module))) throw new Error(`no module ${message.module}`);
   log(`guarding ${message.backend} resources of pid ${owner.pid} (session ${owner.session})`);
   await ended;
+  await untilGone(owner.pid);
   const mod = (await import(message.module)) as { guardianBackend(config: unknown): GuardedBackend };
   const backend = mod.guardianBackend(message.config);
   const deadline = Date.now() + RETRY_FOR_MS;
@@ -64,6 +69,36 @@ async function main(): Promise<void> {
   await sleep(SECOND_PASS_MS);
   await sweepUntilClean(backend, owner, deadline + SECOND_PASS_MS);
   await backend.close?.();
+}
+
+/** Is the process running (not ended, not a zombie waiting to be reaped)? */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    // Linux: the state after the name's ')'; Z (zombie) and X (dead) have ended.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * EOF normally means the owner has ended: the kernel closes its files as it exits, a moment before
+ * the pid is gone, hence the short wait. A pipe closed while the owner runs on (the worker thread
+ * that started the guardian ended) must not remove what the live process owns: then the guardian
+ * watches the pid instead.
+ */
+async function untilGone(pid: number): Promise<void> {
+  const settle = Date.now() + EXIT_SETTLE_MS;
+  while (running(pid) && Date.now() < settle) await sleep(50);
+  if (!running(pid)) return;
+  log(`the pipe closed while pid ${pid} runs (a worker thread ended?): watching the pid instead`);
+  while (running(pid)) await sleep(WATCH_EVERY_MS);
 }
 
 /** Sweep the owner's resources; again every RETRY_EVERY_MS while it fails, until the deadline. */
