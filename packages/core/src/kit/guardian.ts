@@ -54,10 +54,11 @@ const guarded = new Set<string>();
 const VISIBLE_ENV = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'SYSTEMROOT'];
 
 /**
- * One backend instance's guardian (shared with instances reaching the same engine): a detached Node process started before its first sandbox is
- * created, holding the read end of a pipe whose write end only this process has. When this
- * process ends, however it ends (SIGKILL too), the kernel closes the pipe; the guardian reads EOF
- * and sweeps what this process (its pid, host and session) created, with the backend's own sweep.
+ * One backend instance's guardian (shared with instances reaching the same engine): a detached
+ * Node process started before its first sandbox is created, holding the read end of a pipe whose
+ * write end only this process has. When this process ends, however it ends (SIGKILL too), the
+ * kernel closes the pipe; the guardian reads EOF and sweeps what this process (its pid, host and
+ * session) created, with the backend's own sweep.
  * Detached (its own session), so a Ctrl-C or a kill of this process group does not take it along.
  * A guardian that cannot start warns and leaves sandbox creation alone.
  */
