@@ -1,5 +1,5 @@
 import Docker from 'dockerode';
-import { BerthError, isBuiltImage, mirrorImage, type EnvironmentSpec } from '@berth/core';
+import { BerthError, ConfigError, isBuiltImage, mirrorImage, type EnvironmentSpec } from '@berth/core';
 import {
   LABEL_MANAGED,
   LABEL_SESSION,
@@ -29,9 +29,30 @@ function engineAddress({ socketPath, host, port, protocol }: DockerBackendOption
   return process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
 }
 
+/**
+ * Kubernetes and Modal take `defaultLifetimeMs` (their service ends a sandbox at a deadline by
+ * itself); Docker has no such thing for a container, so it is not in Docker's options, and given
+ * anyway (JavaScript, options shared between backends) it is refused rather than silently kept as
+ * a promise nothing keeps. `false` (no default lifetime) is what Docker does, and passes.
+ */
+function refuseDefaultLifetime(options: DockerBackendOptions): void {
+  const asked: unknown = (options as { defaultLifetimeMs?: unknown }).defaultLifetimeMs;
+  if (asked === undefined || asked === false) return;
+  throw new ConfigError({
+    operation: 'config',
+    backend: BACKEND,
+    path: 'options.defaultLifetimeMs',
+    message:
+      "createDockerBackend has no defaultLifetimeMs: Docker has no lifetime of its own for a container, so nothing on the engine's side would end it. " +
+      "A dead process's containers are removed by the guardian; what a machine that died whole left, by `berth sweep` (backend.sweep()). " +
+      "For a limit on one sandbox, set the spec's timeouts.lifetimeMs: the container's own main process ends it then, berth's machine gone or not",
+  });
+}
+
 /** The Docker backend. Does no I/O until an environment is started or preflight/sweep runs. */
 export function createDockerBackend(options: DockerBackendOptions = {}): DockerBackend {
   refuseRenamedOptions(options, RENAMED, BACKEND, 'createDockerBackend');
+  refuseDefaultLifetime(options);
   let client: Docker | undefined;
   const docker = (): Docker => {
     const { socketPath, host, port, protocol } = options;

@@ -3,6 +3,7 @@ import {
   CreationLimiter,
   LABEL_MANAGED,
   LABEL_SESSION,
+  defaultLifetimeMs,
   defineBackend,
   parseEnvironmentSpec,
   preflightFailure,
@@ -27,6 +28,8 @@ export type K8sBackend = DefinedBackend<{ resolveTarget(): K8sTarget }>;
 /** The Kubernetes backend. Does no I/O until an environment is started or preflight/sweep runs. */
 export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
   refuseRenamedOptions(options, RENAMED, BACKEND, 'createK8sBackend');
+  // Checked here, before any I/O; podManifest applies it.
+  defaultLifetimeMs(options, { backend: BACKEND, factory: 'createK8sBackend', offAllowed: true });
   // The API client, made on first use: the factory does no I/O.
   let client: Cluster | undefined;
   const cluster = () => (client ??= new Cluster(options));

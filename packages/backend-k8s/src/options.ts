@@ -1,6 +1,13 @@
 import type { KubeConfig, V1Pod, V1Toleration } from '@kubernetes/client-node';
 import type { EnvironmentSpec, ImageBuilder } from '@berth/core';
-import type { CommonBackendOptions, CreationLimits, ProbeRegistriesOption, PullCredentialSources, PullPolicyOption } from '@berth/core/backend-kit';
+import type {
+  CommonBackendOptions,
+  CreationLimits,
+  DefaultLifetimeOption,
+  ProbeRegistriesOption,
+  PullCredentialSources,
+  PullPolicyOption,
+} from '@berth/core/backend-kit';
 
 /** Where the cluster is: a loaded KubeConfig, or how to load one. */
 export type KubeconfigSource =
@@ -34,9 +41,11 @@ export interface NetworkPolicyOptions {
 
 /**
  * The common options (mirrors; creation, default 16 at once and 20 per second; labels and
- * namePrefix on pods; dockerConfigEnv), pullPolicy, probeRegistries, and the cluster's own.
+ * namePrefix on pods; dockerConfigEnv), pullPolicy, probeRegistries, defaultLifetimeMs (the pod's
+ * activeDeadlineSeconds when the spec sets no lifetime: default 24 h, false for none), and the
+ * cluster's own.
  */
-export interface K8sBackendOptions extends CommonBackendOptions, PullCredentialSources, PullPolicyOption, ProbeRegistriesOption {
+export interface K8sBackendOptions extends CommonBackendOptions, PullCredentialSources, PullPolicyOption, ProbeRegistriesOption, DefaultLifetimeOption {
   kubeconfig?: KubeconfigSource;
   /** Every call is namespaced here. Default: the context's namespace, else 'default'. */
   namespace?: string;

@@ -1,6 +1,6 @@
 import type { V1Container, V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { EnvironmentSpec } from '@berth/core';
-import { IMAGE_MOUNT_STAGING, imageMountCopyCommand, keepAliveCommand } from '@berth/core/backend-kit';
+import { DEFAULT_LIFETIME_MS, IMAGE_MOUNT_STAGING, imageMountCopyCommand, keepAliveCommand } from '@berth/core/backend-kit';
 import type { K8sBackendOptions } from './options.js';
 import { gpuAffinity } from './gpu-affinity.js';
 
@@ -10,6 +10,18 @@ export const CONTAINER = 'main';
 export const MOUNT_PREFIX = 'berth-mount-';
 /** The label that a namespace's deny-all NetworkPolicy selects for network 'none' (see the README). */
 export const LABEL_NETWORK = 'berth.network';
+/**
+ * On a pod whose activeDeadlineSeconds is the backend's defaultLifetimeMs (its spec sets no
+ * lifetime): that default, in ms. Tells the deadline's end apart from the spec's own, for the error.
+ */
+export const ANNOTATION_DEFAULT_LIFETIME = 'berth.default-lifetime-ms';
+
+/** The pod's lifetime in ms: the spec's, else the backend's defaultLifetimeMs (24 h; false: none). */
+export function podLifetime(spec: EnvironmentSpec, options: K8sBackendOptions): { ms?: number; byDefault: boolean } {
+  if (spec.timeouts.lifetimeMs !== undefined) return { ms: spec.timeouts.lifetimeMs, byDefault: false };
+  const fallback = options.defaultLifetimeMs ?? DEFAULT_LIFETIME_MS;
+  return fallback === false ? { byDefault: false } : { ms: fallback, byDefault: true };
+}
 
 /** An image mount as the pod carries it: an init container fills an emptyDir the task container mounts read-only. */
 export interface PodImageMount {
@@ -34,7 +46,8 @@ export interface PodInput {
 /**
  * One pod per environment: restartPolicy Never (a restarted container is a lost sandbox, never a
  * silent reset), berth's keep-alive as the command, requests = limits from the spec (storage as
- * ephemeral-storage), activeDeadlineSeconds from timeouts.lifetimeMs, no service account token.
+ * ephemeral-storage), activeDeadlineSeconds from timeouts.lifetimeMs (else the backend's
+ * defaultLifetimeMs, so a pod whose machine is gone ends anyway), no service account token.
  */
 export function podManifest(input: PodInput): V1Pod {
   const { spec, options } = input;
@@ -44,6 +57,11 @@ export function podManifest(input: PodInput): V1Pod {
   if (spec.resources.storageMb !== undefined) quantities['ephemeral-storage'] = `${spec.resources.storageMb}Mi`;
   if ((spec.resources.gpus ?? 0) > 0) quantities['nvidia.com/gpu'] = String(spec.resources.gpus);
   const affinity = gpuAffinity(spec, options);
+  const lifetime = podLifetime(spec, options);
+  const annotations = {
+    ...(options.annotations ?? {}),
+    ...(lifetime.byDefault ? { [ANNOTATION_DEFAULT_LIFETIME]: String(lifetime.ms) } : {}),
+  };
   const volumes: V1Volume[] = [];
   const volumeMounts: V1VolumeMount[] = [];
   const initContainers: V1Container[] = [];
@@ -84,7 +102,7 @@ export function podManifest(input: PodInput): V1Pod {
       name: input.name,
       namespace: input.namespace,
       labels: { ...input.labels, [LABEL_NETWORK]: spec.network },
-      ...(options.annotations ? { annotations: { ...options.annotations } } : {}),
+      ...(Object.keys(annotations).length ? { annotations } : {}),
     },
     spec: {
       restartPolicy: 'Never',
@@ -95,7 +113,8 @@ export function podManifest(input: PodInput): V1Pod {
       enableServiceLinks: false,
       terminationGracePeriodSeconds: 0,
       ...(options.serviceAccountName ? { serviceAccountName: options.serviceAccountName } : {}),
-      ...(spec.timeouts.lifetimeMs ? { activeDeadlineSeconds: Math.max(1, Math.ceil(spec.timeouts.lifetimeMs / 1000)) } : {}),
+      // The cluster ends the pod at this deadline by itself: the backstop when nothing of berth is left.
+      ...(lifetime.ms ? { activeDeadlineSeconds: Math.max(1, Math.ceil(lifetime.ms / 1000)) } : {}),
       ...(input.pullSecrets.length ? { imagePullSecrets: input.pullSecrets.map((name) => ({ name })) } : {}),
       ...(options.nodeSelector ? { nodeSelector: { ...options.nodeSelector } } : {}),
       ...(affinity ? { affinity } : {}),

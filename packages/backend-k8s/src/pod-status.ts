@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { CONTAINER, MOUNT_PREFIX } from './pod-manifest.js';
+import { ANNOTATION_DEFAULT_LIFETIME, CONTAINER, MOUNT_PREFIX } from './pod-manifest.js';
 
 /** What a pod's status says about starting it: wait, it runs, or why it cannot. */
 export type StartState =
@@ -55,24 +55,30 @@ export function startState(pod: V1Pod): StartState {
 export function liveState(
   pod: V1Pod,
   started: { uid: string; restarts: number },
-): { running: true } | { running: false; reason: string; lifetimeExpired?: boolean } {
+): { running: true } | { running: false; reason: string; lifetimeExpired?: boolean; defaultLifetimeMs?: number } {
   if (pod.metadata?.uid !== started.uid) return { running: false, reason: 'replaced (a new pod with the same name)' };
   if (pod.metadata?.deletionTimestamp) return { running: false, reason: 'deleted' };
   const status = pod.status ?? {};
   const container = status.containerStatuses?.find((c) => c.name === CONTAINER);
   const terminated = container?.state?.terminated;
   // berth's keep-alive exits 0 only when timeouts.lifetimeMs runs out; activeDeadlineSeconds says
-  // DeadlineExceeded. Either is the lifetime, not a loss.
-  const lifetimeExpired = status.reason === 'DeadlineExceeded' || status.phase === 'Succeeded' || terminated?.exitCode === 0;
+  // DeadlineExceeded. Either is the lifetime, not a loss. A pod whose deadline is the backend's
+  // default (annotated) has a keep-alive that never ends by itself: only DeadlineExceeded is that
+  // lifetime, and the error names the option that set it.
+  const byDefault = Number(pod.metadata?.annotations?.[ANNOTATION_DEFAULT_LIFETIME] ?? Number.NaN);
+  const deadline = status.reason === 'DeadlineExceeded';
+  const lifetimeExpired = Number.isFinite(byDefault) ? deadline : deadline || status.phase === 'Succeeded' || terminated?.exitCode === 0;
+  const lifetime = Number.isFinite(byDefault) && deadline ? { defaultLifetimeMs: byDefault } : {};
   if (status.phase === 'Failed' || status.phase === 'Succeeded') {
     const reason = status.reason ?? (terminated?.reason === 'OOMKilled' ? 'OOMKilled' : status.phase);
-    return { running: false, reason: status.message ? `${reason}: ${status.message}` : reason, lifetimeExpired };
+    return { running: false, reason: status.message ? `${reason}: ${status.message}` : reason, lifetimeExpired, ...lifetime };
   }
   if (terminated) {
     return {
       running: false,
       reason: terminated.reason === 'OOMKilled' ? 'OOMKilled' : `${terminated.reason ?? 'terminated'} (exit ${terminated.exitCode})`,
       lifetimeExpired,
+      ...lifetime,
     };
   }
   if ((container?.restartCount ?? 0) !== started.restarts) return { running: false, reason: 'container restarted' };

@@ -14,7 +14,7 @@ import { planImage } from './image.js';
 import { planDockerfile } from './dockerfile-build.js';
 import { mapModalError } from './modal-errors.js';
 import type { ModalBackendOptions } from './options.js';
-import { ModalSandbox } from './sandbox.js';
+import { ModalSandbox, modalDefaultLifetimeMs } from './sandbox.js';
 import { ModalShared } from './shared.js';
 import type { ModalGuardianConfig } from './guardian.js';
 import { CAPABILITIES, HINTS, RENAMED, DEFAULT_CREATION } from './capabilities.js';
@@ -25,6 +25,8 @@ export type ModalBackend = DefinedBackend<{ close(): Promise<void> }>;
 /** The Modal backend. Does no I/O until an environment is started or preflight/sweep runs. */
 export function createModalBackend(options: ModalBackendOptions = {}): ModalBackend {
   refuseRenamedOptions(options, RENAMED, BACKEND, 'createModalBackend');
+  // Checked here, before any I/O; each sandbox's timeout_secs applies it.
+  const lifetimeMs = modalDefaultLifetimeMs(options);
   // The connection and credentials, made on first use: the factory does no I/O.
   let shared: ModalShared | undefined;
   const modal = () => (shared ??= new ModalShared(options));
@@ -64,7 +66,7 @@ export function createModalBackend(options: ModalBackendOptions = {}): ModalBack
       defaultCreation: DEFAULT_CREATION,
       transfers: 'exec',
       target: () => `${modal().credentials.serverUrl} environment ${options.environmentName ?? '(default)'} app ${options.appName ?? 'berth'}`,
-      transport: (id, spec) => new ModalSandbox(modal(), id, spec, plan(id, spec)),
+      transport: (id, spec) => new ModalSandbox(modal(), id, spec, plan(id, spec), lifetimeMs),
       // Built JS of this package (from src/ and dist/ alike): the guardian process cannot run TypeScript.
       guardian: () => {
         const { tokenId, tokenSecret, serverUrl } = modal().credentials;

@@ -1,11 +1,12 @@
-import type { CommonBackendOptions, ProbeRegistriesOption } from '@berth/core/backend-kit';
+import type { CommonBackendOptions, DefaultLifetimeOption, ProbeRegistriesOption } from '@berth/core/backend-kit';
 
 /**
  * Modal's options: the common ones (mirrors, creation: default 5 per second and 32 at once, as
  * Modal documents its creation rate; labels as sandbox tags; namePrefix; dockerConfigEnv),
- * probeRegistries, and where Modal is.
+ * probeRegistries, defaultLifetimeMs (the sandbox's timeout when the spec sets no lifetime:
+ * default and at most 24 h, Modal's cap; never off), and where Modal is.
  */
-export interface ModalBackendOptions extends CommonBackendOptions, ProbeRegistriesOption {
+export interface ModalBackendOptions extends CommonBackendOptions, ProbeRegistriesOption, DefaultLifetimeOption {
   /** Default: MODAL_TOKEN_ID, else the active profile of ~/.modal.toml. */
   tokenId?: string;
   /** Default: MODAL_TOKEN_SECRET, else the active profile of ~/.modal.toml. */

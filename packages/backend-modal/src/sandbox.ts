@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { ConfigError, SandboxLostError, isBuiltImage, type EnvironmentSpec, type Operation } from '@berth/core';
 import {
+  DEFAULT_LIFETIME_MS,
+  defaultLifetimeMs,
   keepAliveCommand,
   probeImage,
   pullFailure,
@@ -17,11 +19,28 @@ import { gpuConfig } from './gpu.js';
 import type { BuildRecipe, ImagePlan } from './image.js';
 import { mapModalError } from './modal-errors.js';
 import { createdNetwork, switchedAccess } from './network-access.js';
+import type { ModalBackendOptions } from './options.js';
 import type { ModalShared } from './shared.js';
 import { GRPC_CODE, GrpcError, LONG_POLL_SECS, TaskRouter, type GenericResult, type RouterAccess } from './wire/index.js';
 
-/** Modal's default lifetime is 5 minutes; berth's sandboxes live until torn down (Modal's cap: 24 h). */
-const DEFAULT_LIFETIME_SECS = 24 * 3600;
+/**
+ * Modal's longest sandbox timeout: 24 h ("a timeout of up to 24 hours", modal.com/docs/guide/sandbox).
+ * Modal's own default, when none is sent, is 5 minutes: far too short for a task.
+ */
+const MODAL_MAX_LIFETIME_MS = 24 * 3600 * 1000;
+const MODAL_LIFETIME_WHY = "Modal's longest sandbox timeout is 24 h, and a sandbox always has one (Modal's own default is 5 minutes)";
+
+/** The timeout of a sandbox whose spec sets no lifetime: options.defaultLifetimeMs, checked (ConfigError naming it). */
+export function modalDefaultLifetimeMs(options: ModalBackendOptions): number {
+  return defaultLifetimeMs(options, {
+    backend: BACKEND,
+    factory: 'createModalBackend',
+    maxMs: MODAL_MAX_LIFETIME_MS,
+    offAllowed: false,
+    why: MODAL_LIFETIME_WHY,
+  }) as number;
+}
+
 /** How a container that could not be loaded reads ("FetchSpec failed: loading container: file does not exist"). */
 const CONTAINER_NOT_LOADED = /FetchSpec failed|loading container|failed to (pull|load) image|image.*not found/i;
 
@@ -44,16 +63,19 @@ export class ModalSandbox implements SandboxTransport {
   readonly #id: string;
   readonly #spec: EnvironmentSpec;
   readonly #plan: Promise<SandboxImage>;
+  /** The timeout when the spec sets no lifetime (options.defaultLifetimeMs, checked by the factory). */
+  readonly #defaultLifetimeMs: number;
   #sandboxId: string | undefined;
   #taskId: string | undefined;
   #router: TaskRouter | undefined;
   #access: Promise<RouterAccess> | undefined;
 
-  constructor(shared: ModalShared, id: string, spec: EnvironmentSpec, plan: Promise<SandboxImage>) {
+  constructor(shared: ModalShared, id: string, spec: EnvironmentSpec, plan: Promise<SandboxImage>, defaultLifetime = DEFAULT_LIFETIME_MS) {
     this.#shared = shared;
     this.#id = id;
     this.#spec = spec;
     this.#plan = plan;
+    this.#defaultLifetimeMs = defaultLifetime;
     plan.catch(() => undefined); // surfaced by create()
   }
 
@@ -101,7 +123,8 @@ export class ModalSandbox implements SandboxTransport {
             ...(spec.resources.storageMb !== undefined ? { ephemeral_disk_mb: spec.resources.storageMb } : {}),
             ...gpuConfig(spec.resources),
           },
-          timeout_secs: lifetime ? Math.max(1, Math.ceil(lifetime / 1000)) : DEFAULT_LIFETIME_SECS,
+          // Modal ends the sandbox at this timeout by itself: the backstop when nothing of berth is left.
+          timeout_secs: Math.max(1, Math.ceil((lifetime ?? this.#defaultLifetimeMs) / 1000)),
           ...(spec.timeouts.idleMs ? { idle_timeout_secs: Math.max(1, Math.ceil(spec.timeouts.idleMs / 1000)) } : {}),
           ...(spec.workdir ? { workdir: spec.workdir } : {}),
           ...createdNetwork(spec),
@@ -182,9 +205,12 @@ export class ModalSandbox implements SandboxTransport {
     if (!result) return { running: true };
     const status = String(result.status).replace(/^GENERIC_STATUS_/, '');
     // The keep-alive exits 0 when timeouts.lifetimeMs runs out; Modal's own timeout says TIMEOUT.
-    const lifetimeExpired =
-      result.status === 'GENERIC_STATUS_TIMEOUT' || (result.status === 'GENERIC_STATUS_SUCCESS' && this.#spec.timeouts.lifetimeMs !== undefined);
-    return { running: false, reason: result.exception ? `${status}: ${result.exception}` : status, lifetimeExpired };
+    // Without a lifetime in the spec, that timeout was the backend's defaultLifetimeMs: say so.
+    const own = this.#spec.timeouts.lifetimeMs;
+    const timedOut = result.status === 'GENERIC_STATUS_TIMEOUT';
+    const lifetimeExpired = timedOut || (result.status === 'GENERIC_STATUS_SUCCESS' && own !== undefined);
+    const reason = result.exception ? `${status}: ${result.exception}` : status;
+    return { running: false, reason, lifetimeExpired, ...(timedOut && own === undefined ? { defaultLifetimeMs: this.#defaultLifetimeMs } : {}) };
   }
 
   async remove(): Promise<void> {

@@ -42,6 +42,59 @@ export interface ProbeRegistriesOption {
 }
 
 /**
+ * For backends whose service ends a sandbox by itself at a deadline (Kubernetes, Modal): the
+ * backstop for a sandbox whose whole machine is gone, guardian and all. One name on every backend
+ * that has it: the default of the spec's `timeouts.lifetimeMs`, in the same unit.
+ */
+export interface DefaultLifetimeOption {
+  /**
+   * The lifetime, in ms, of a sandbox whose spec sets no `timeouts.lifetimeMs`, enforced by the
+   * service itself (Kubernetes' activeDeadlineSeconds, Modal's timeout), so it ends even when
+   * nothing of berth is left to remove it. The spec's own lifetime always wins. Default 24 h.
+   * `false`: no default (Kubernetes only; Modal always has a timeout, at most 24 h).
+   */
+  defaultLifetimeMs?: number | false;
+}
+
+/** `defaultLifetimeMs` when unset: 24 h (Modal's longest sandbox timeout). */
+export const DEFAULT_LIFETIME_MS = 24 * 3600 * 1000;
+
+/**
+ * The default lifetime an options object asks for, checked before any I/O: ms, or undefined for
+ * none (`false`). A value the backend cannot take is a ConfigError naming the option.
+ */
+export function defaultLifetimeMs(
+  options: DefaultLifetimeOption,
+  at: { backend: string; factory: string; maxMs?: number; offAllowed: boolean; why?: string },
+): number | undefined {
+  const value: unknown = options.defaultLifetimeMs;
+  const refuse = (message: string) =>
+    new ConfigError({ operation: 'config', backend: at.backend, path: 'options.defaultLifetimeMs', message: `${at.factory}'s defaultLifetimeMs ${message}` });
+  if (value === undefined) return DEFAULT_LIFETIME_MS;
+  if (value === false) {
+    if (at.offAllowed) return undefined;
+    throw refuse(`cannot be false: ${at.why ?? 'this backend always ends a sandbox at a deadline'}`);
+  }
+  const max = at.maxMs === undefined ? '' : ` up to ${at.maxMs} (${describeMs(at.maxMs)})`;
+  const off = at.offAllowed ? ', or false for none' : '';
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0)
+    throw refuse(`is a whole number of milliseconds above 0${max}${off}; got ${JSON.stringify(value) ?? String(value)}`);
+  if (at.maxMs !== undefined && value > at.maxMs) throw refuse(`is at most ${at.maxMs} (${describeMs(at.maxMs)})${at.why ? `: ${at.why}` : ''}; got ${value}`);
+  return value;
+}
+
+/** A duration for people: '24 h', '90 min', '3 s', '250 ms'. */
+export function describeMs(ms: number): string {
+  const units: [number, string][] = [
+    [3_600_000, 'h'],
+    [60_000, 'min'],
+    [1000, 's'],
+  ];
+  for (const [size, unit] of units) if (ms >= size && ms % size === 0) return `${ms / size} ${unit}`;
+  return ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${ms} ms`;
+}
+
+/**
  * Refuse options that were renamed, naming the new name, as a ConfigError before any I/O: a
  * renamed option silently ignored would change what runs.
  */

@@ -27,6 +27,7 @@ import { sandboxLabels } from '../labels.js';
 import { DEFAULT_BUILD_TIMEOUT_MS } from '../build-spec.js';
 import { DEFAULT_STARTUP_MS, isBuiltImage, type EnvironmentSpec } from '../spec.js';
 import { refuseExecTty, refuseExecUser } from './capabilities.js';
+import { describeMs } from './common-options.js';
 import type { CreationLimiter } from './creation-limiter.js';
 import { execArgv, runProcess } from './run-process.js';
 import { SandboxRemoval } from './sandbox-removal.js';
@@ -82,6 +83,8 @@ export class SandboxEnvironment implements Environment {
   #teardown: Promise<void> | undefined;
   #lostReason: string | undefined;
   #lifetimeExceeded = false;
+  /** The backend's default lifetime, when that (not the spec's) is what ran out. */
+  #defaultLifetimeMs: number | undefined;
   /** teardown() was called: no operation may start, whatever came of the removal. */
   #closed = false;
   #network: NetworkMode;
@@ -230,14 +233,22 @@ export class SandboxEnvironment implements Environment {
     // The sandbox ended because the task outlived timeouts.lifetimeMs: the task's doing, and a
     // retry would only run out of time again.
     if (this.#lifetimeExceeded) {
-      return new TaskFailure({
-        ...this.#ctx(operation),
-        kind: 'LifetimeExceeded',
-        message: `sandbox ${this.id} reached its lifetime of ${this.spec.timeouts.lifetimeMs} ms during ${operation}`,
-        cause,
-      });
+      return new TaskFailure({ ...this.#ctx(operation), kind: 'LifetimeExceeded', message: this.#lifetimeMessage(operation), cause });
     }
     return new SandboxLostError({ ...this.#ctx(operation), message: `sandbox ${this.id} was lost during ${operation}: ${reason}`, lastState: reason, cause });
+  }
+
+  /** Whose lifetime ran out: the spec's, or the backend's default (then the option that sets it). */
+  #lifetimeMessage(operation: Operation): string {
+    const own = this.spec.timeouts.lifetimeMs;
+    if (own !== undefined) return `sandbox ${this.id} reached its lifetime of ${own} ms (timeouts.lifetimeMs) during ${operation}`;
+    const byDefault = this.#defaultLifetimeMs;
+    if (byDefault === undefined) return `sandbox ${this.id} reached its lifetime during ${operation}`;
+    return (
+      `sandbox ${this.id} reached the ${this.backend} backend's default lifetime of ${byDefault} ms (${describeMs(byDefault)}) during ${operation}: ` +
+      'the spec sets no timeouts.lifetimeMs, so the backend option defaultLifetimeMs applied; ' +
+      'for longer tasks raise defaultLifetimeMs, or give the spec its own timeouts.lifetimeMs'
+    );
   }
 
   #markLost(reason: string): void {
@@ -263,7 +274,10 @@ export class SandboxEnvironment implements Environment {
         throw BerthError.isInstance(error) ? error : (this.#transport.mapError(error, operation) ?? error);
       }
       if (!status.running) {
-        this.#lifetimeExceeded ||= status.lifetimeExpired === true;
+        if (status.lifetimeExpired === true && !this.#lifetimeExceeded) {
+          this.#lifetimeExceeded = true;
+          this.#defaultLifetimeMs = status.defaultLifetimeMs;
+        }
         this.#markLost(status.reason);
         return this.#lost(operation, status.reason, cause);
       }
@@ -276,8 +290,10 @@ export class SandboxEnvironment implements Environment {
   async #mapError(error: unknown, operation: Operation): Promise<unknown> {
     const mapped = BerthError.isInstance(error) ? error : this.#transport.mapError(error, operation);
     if (mapped && SandboxLostError.isInstance(mapped)) {
-      // A lifetime that ran out is not a loss: the backend's state says which.
-      const seen = await this.#checkAlive(operation, 0, error).catch(() => undefined);
+      // A lifetime that ran out is not a loss: the backend's state says which. The call that found
+      // the sandbox gone may come a moment before the state does (a command sent as a deadline
+      // ends it): give the backend that moment to agree, as for a command killed from outside.
+      const seen = await this.#checkAlive(operation, LOSS_SETTLE_MS, error).catch(() => undefined);
       if (seen) return seen;
       this.#markLost(mapped.lastState ?? 'gone');
     }

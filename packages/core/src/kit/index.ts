@@ -6,7 +6,15 @@
  */
 export { defineBackend, type BackendDefinition, type DefinedBackend, type ManagedResource } from './define-backend.js';
 export { GUARDIAN_ENV, guardianEnabled, type GuardianTarget } from './guardian.js';
-export { refuseRenamedOptions, type CommonBackendOptions, type ProbeRegistriesOption, type PullPolicyOption } from './common-options.js';
+export {
+  DEFAULT_LIFETIME_MS,
+  defaultLifetimeMs,
+  refuseRenamedOptions,
+  type CommonBackendOptions,
+  type DefaultLifetimeOption,
+  type ProbeRegistriesOption,
+  type PullPolicyOption,
+} from './common-options.js';
 export { imageCheck, type ImageCheckContext } from './image-check.js';
 export { capabilityTable, type CapabilitySource } from './capability-table.js';
 export type {

@@ -87,6 +87,12 @@ export type SandboxStatus =
       reason: string;
       /** The sandbox ended because it reached `timeouts.lifetimeMs` (the task's doing, not a loss). */
       lifetimeExpired?: boolean;
+      /**
+       * With `lifetimeExpired`: the lifetime that ran out was not the spec's (it sets no
+       * `timeouts.lifetimeMs`) but the backend's option `defaultLifetimeMs`, this many ms. The
+       * error then says so and names the option, rather than a lifetime the task never asked for.
+       */
+      defaultLifetimeMs?: number;
     };
 
 export interface ProcessRequest {
