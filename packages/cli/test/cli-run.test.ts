@@ -47,6 +47,9 @@ describe('berth run (the built binary, off a TTY)', () => {
     const report = await readReport(jobDir);
     expect(report.report).toMatchObject({ total: 5, scored: 4, taskFailures: 1, valid: false });
     expect(report.report.infraFailed.permanent).toBe(1);
+    // A container per attempt but the private one's (its pull failed first), each removed; nothing to say at the end.
+    expect(report.report.sandboxes).toEqual({ created: 4, removed: 4, notRemoved: [] });
+    expect(first.stdout).not.toContain('NOT removed');
     const before = (await stat(join(jobDir, 'pass-a', 'attempt-1', 'result.json'))).mtimeMs;
 
     const again = await berth(['run', tasks, '--job-dir', jobDir, '--concurrency', '3', '--attempts', '2', '--json'], { env });
@@ -54,6 +57,8 @@ describe('berth run (the built binary, off a TTY)', () => {
     const data = JSON.parse(again.stdout) as { report: HarborJobReport['report']; resume: { reusedAttempts: number; interruptedAttempts: number } };
     expect(data.resume.reusedAttempts).toBe(report.report.attempts);
     expect(data.report.attempts).toBe(report.report.attempts);
+    // The resume ran nothing, and its report still counts the first session's sandboxes: cumulative.
+    expect(data.report.sandboxes).toEqual(report.report.sandboxes);
     expect((await stat(join(jobDir, 'pass-a', 'attempt-1', 'result.json'))).mtimeMs).toBe(before);
     expect(await readdir(join(jobDir, 'pass-a'))).toEqual(['attempt-1']);
   });

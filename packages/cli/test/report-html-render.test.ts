@@ -40,6 +40,8 @@ describe('renderReportHtml', () => {
       'score.mean': '0.500',
       'score.over': '3',
       'score.coverage': '0.500',
+      'sandboxes.created': '6',
+      'sandboxes.removed': '6',
       'tasks.0.reward': '1',
       'tasks.1.reward': '0.500',
     };

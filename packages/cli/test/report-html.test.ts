@@ -182,6 +182,8 @@ describe('report.html of a real job', () => {
     expect(report.byType).toMatchObject({ ImagePullError: 1, RewardFileMissing: 1 });
     expect(report.byCategory).toMatchObject({ transient_infra: 1, permanent_infra: 1, task_failure: 1 });
     expect(jobReport.tasks.find((t) => t.taskId === KILLED)).toMatchObject({ status: 'rewarded', chosenAttempt: 2 });
+    // Every attempt's container, the killed one included, but none for the image that would not pull.
+    expect(report.sandboxes).toEqual({ created: 6, removed: 6, notRemoved: [] });
   });
 
   it('shows every number of report.json it shows as report.json has it', async () => {
@@ -203,6 +205,8 @@ describe('report.html of a real job', () => {
       'score.mean',
       'score.over',
       'score.coverage',
+      'sandboxes.created',
+      'sandboxes.removed',
       ...Object.keys(jobReport.report.byType).map((t) => `byType.${t}`),
       ...Object.keys(jobReport.report.byCategory).map((c) => `byCategory.${c}`),
       ...jobReport.tasks.flatMap((t, i) => (t.reward !== undefined ? [`tasks.${i}.reward`] : [])),

@@ -97,6 +97,11 @@ export interface BuildProgress {
 }
 
 export interface EnvironmentEvents {
+  /**
+   * The phase changed. 'stopped' comes with a detail exactly when teardown found nothing to
+   * remove (the sandbox was never created: its start was never called, or failed before the
+   * request that makes one reached the backend); runTrials' sandbox accounting counts on it.
+   */
   phase: (phase: EnvironmentPhase, detail?: string) => void;
   pull: (progress: PullProgress) => void;
   build: (progress: BuildProgress) => void;

@@ -103,9 +103,12 @@ export { VirtualClock, systemClock } from './trials/clock.js';
 export { DEFAULT_VALIDITY } from './trials/report.js';
 export { RunMismatchError, type RunIdentity } from './trials/run-identity.js';
 export { setAside } from './set-aside.js';
+export { SandboxTracker } from './trials/sandbox-tracker.js';
 export type {
   AttemptFailure,
   AttemptRecord,
+  AttemptSandboxLeft,
+  AttemptSandboxes,
   BackoffOptions,
   OutagePauseOptions,
   Clock,
@@ -115,9 +118,12 @@ export type {
   RunReport,
   RunResult,
   RunTrialsOptions,
+  SandboxAccounting,
+  SandboxNotRemoved,
   TaskRecord,
   TaskStatus,
   TrialContext,
   TrialFunction,
+  TrialSandboxes,
   ValidityThresholds,
 } from './trials/types.js';

@@ -79,9 +79,10 @@ export function createHarborTrial(options: HarborTrialOptions): TrialFunction<Ha
       if (entry.done) return;
       entry.done = true;
       // Without the attempt's signal: a cancelled attempt must still remove its sandbox. A
-      // teardown failure is recorded, never allowed to replace the attempt's own result.
+      // teardown failure is recorded, never allowed to replace the attempt's own result. Through
+      // ctx.sandboxes, so the run's report counts it (created, removed, or named as left behind).
       try {
-        await timer.run(entry.step, () => entry.env.teardown());
+        await timer.run(entry.step, () => ctx.sandboxes.teardown(entry.env));
       } catch (error) {
         record.teardownError ??= serializeError(error);
       }
@@ -97,6 +98,7 @@ export function createHarborTrial(options: HarborTrialOptions): TrialFunction<Ha
       // environment() then start() rather than backend.start(): the same thing, but the sandbox id
       // is known even when starting fails (a pull refused...), and teardown below removes it.
       const sandbox = backend.environment(spec);
+      ctx.sandboxes.track(sandbox);
       const agentSandbox = { step: 'teardown', env: sandbox };
       sandboxes.push(agentSandbox);
       record.environmentId = sandbox.id;
@@ -127,6 +129,7 @@ export function createHarborTrial(options: HarborTrialOptions): TrialFunction<Ha
           // harbor's separate verifier: the agent's sandbox is gone, then a new one gets the artifacts.
           await tearDown(agentSandbox);
           const made = (env: Environment, notes: string[]) => {
+            ctx.sandboxes.track(env);
             sandboxes.push({ step: 'teardown verifier', env });
             record.verifierEnvironmentId = env.id;
             if (notes.length > 0) record.notes = [...(record.notes ?? []), ...notes.map((n) => `verifier sandbox: ${n}`)];

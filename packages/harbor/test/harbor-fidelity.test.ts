@@ -185,6 +185,8 @@ echo $ok > /logs/verifier/reward.txt
     const jobDir = join(bundled.root, '..', 'job');
     const run = await runHarborJob({ tasksDir: bundled.root, backend: createDockerBackend(), jobDir });
     for (const record of run.tasks) expect(record, record.taskId).toMatchObject({ status: 'scored', outcome: { reward: 1 } });
+    // Two sandboxes per attempt (the agent's, the verifier's), each counted and removed.
+    expect(run.report.sandboxes).toEqual({ created: 4, removed: 4, notRemoved: [] });
 
     const resultOf = async (id: string) => JSON.parse(await readFile(join(jobDir, id, 'attempt-1', 'result.json'), 'utf8')) as AttemptResultFile;
     const b = await resultOf('bundled');

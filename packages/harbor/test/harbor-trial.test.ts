@@ -5,7 +5,17 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { EventEmitter } from 'eventemitter3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BerthError, ConfigError, SandboxLostError, TaskFailure, TransferError, classifyFailure, type RunEvents, type TrialContext } from '@berth/core';
+import {
+  BerthError,
+  ConfigError,
+  SandboxLostError,
+  SandboxTracker,
+  TaskFailure,
+  TransferError,
+  classifyFailure,
+  type RunEvents,
+  type TrialContext,
+} from '@berth/core';
 import { createDockerBackend } from '@berth/backend-docker';
 import { createHarborTrial, loadHarborTask, type AttemptResultFile, type HarborAgent, type HarborHooks, type HarborTask } from '@berth/harbor';
 import { taskToml, tempDir, writeTask, type TaskFiles } from './support.js';
@@ -18,7 +28,7 @@ afterAll(async () => {
 });
 
 function ctxFor(task: HarborTask, attempt = 1, signal = new AbortController().signal): TrialContext {
-  return { attempt, signal, events: new EventEmitter<RunEvents>(), taskId: task.id };
+  return { attempt, signal, events: new EventEmitter<RunEvents>(), taskId: task.id, sandboxes: new SandboxTracker() };
 }
 
 async function setup(files: TaskFiles = {}, id = 'task') {

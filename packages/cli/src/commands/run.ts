@@ -6,6 +6,7 @@ import { addBackendOptions, loadBackend, type BackendFlags } from '../backends.j
 import { parseDuration } from '../duration.js';
 import { collect, positiveInt } from '../options.js';
 import { attachDisplay, createDisplay } from '../run/run-display.js';
+import { runSummaryLines, sandboxesLeftLines } from '../run/run-summary.js';
 import { loadSelected } from '../task-filter.js';
 import { printNotes } from '../task-notes.js';
 import { UsageError } from '../usage-error.js';
@@ -76,15 +77,18 @@ function stopOnSignals(controller: AbortController, notice: (text: string) => vo
 /**
  * What this process made and could not remove (a teardown while the engine was down for longer
  * than teardown retries): one process runs one job, so everything it still owns can go now.
+ * Returns what to tell the user, printed after the report's own account of the sandboxes.
  */
-async function removeLeftovers(backend: Backend, say: (text: string) => void): Promise<void> {
+async function removeLeftovers(backend: Backend): Promise<string[]> {
+  const lines: string[] = [];
   try {
     const swept = await backend.sweep({ ownedByThisProcess: true });
-    if (swept.removed.length > 0) say(`removed ${swept.removed.length} sandbox(es) of this run whose teardown had failed`);
-    for (const f of swept.failed) say(`could not remove ${f.id}: ${f.message} (run \`berth sweep\` later)`);
+    if (swept.removed.length > 0) lines.push(`removed ${swept.removed.length} sandbox(es) of this run whose teardown had failed`);
+    for (const f of swept.failed) lines.push(`could not remove ${f.id}: ${f.message} (run \`berth sweep\` later)`);
   } catch (error) {
-    say(`could not check for sandboxes left behind: ${(error as Error).message} (run \`berth sweep\` later)`);
+    lines.push(`could not check for sandboxes left behind: ${(error as Error).message} (run \`berth sweep\` later)`);
   }
+  return lines;
 }
 
 export async function runCommand(tasksPath: string, opts: RunOptions): Promise<number> {
@@ -131,22 +135,14 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
     release();
     display.stop();
   }
-  await removeLeftovers(backend, say);
+  const swept = await removeLeftovers(backend);
   const { report } = result;
   if (opts.json) {
+    // stdout is the report's; what was left behind still goes to the person, on stderr.
+    for (const line of [...sandboxesLeftLines(result), ...swept]) say(line);
     process.stdout.write(`${JSON.stringify({ jobDir, report, resume: result.resume ?? null }, null, 2)}\n`);
   } else {
-    if (result.resume && result.resume.reusedAttempts > 0)
-      say(`resumed: ${result.resume.reusedAttempts} attempt(s) reused from the journal, ${result.resume.interruptedAttempts} interrupted one(s) run again`);
-    if (result.resume && result.resume.changedTasks.length > 0) say(`changed since the last run, so run again: ${result.resume.changedTasks.join(', ')}`);
-    const mean = report.score ? `${report.score.mean.toFixed(3)} over ${report.score.over}` : 'n/a';
-    say(
-      `scored ${report.scored}/${report.total} (coverage ${report.coverage.toFixed(3)}), mean reward ${mean}, task failures ${report.taskFailures}, infra failed ${report.infraFailed.total}, not run ${report.notRun.total}, ${report.attempts} attempt(s), ${report.retries} retries`,
-    );
-    say(`valid: ${report.valid ? 'yes' : 'NO'}`);
-    for (const reason of report.invalidReasons) say(`  - ${reason}`);
-    if (report.notRun.cancelled > 0) say(`stopped: ${report.notRun.cancelled} task(s) not run; run the same command again to resume`);
-    say(`report: berth report ${jobDir}`);
+    for (const line of runSummaryLines(result, jobDir, swept)) say(line);
   }
   return report.valid ? 0 : 1;
 }

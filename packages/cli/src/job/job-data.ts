@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { attemptDir, type AttemptResultFile, type HarborExceptionInfo, type HarborJobReport, type HarborTaskSummary } from '@berth/harbor';
-import type { SerializedError } from '@berth/core';
+import type { RunReport, SandboxAccounting, SerializedError } from '@berth/core';
 import { UsageError } from '../usage-error.js';
 
 /** One link of a failure's cause chain, as shown to a person. */
@@ -52,6 +52,14 @@ export interface JobData {
  */
 export function agentExceptionOf(task: TaskView): HarborExceptionInfo | undefined {
   return task.summary.exceptionInfo ?? task.attempts.find((a) => a.chosen)?.result?.exceptionInfo;
+}
+
+/**
+ * The run's sandbox accounting (report.json's report.sandboxes); undefined for a job written by a
+ * berth from before it kept one, which a report must say rather than show as zeros.
+ */
+export function sandboxesOf(job: JobData): SandboxAccounting | undefined {
+  return (job.report.report as Partial<RunReport>).sandboxes;
 }
 
 export function causeChain(error: SerializedError | undefined): CauseLink[] {

@@ -1,5 +1,5 @@
 import { basename } from 'node:path';
-import type { JobData } from '../job/job-data.js';
+import { sandboxesOf, type JobData } from '../job/job-data.js';
 import { formatRatio, formatTimestamp } from './format.js';
 import { escapeHtml, metric } from './html-escape.js';
 
@@ -86,5 +86,19 @@ export function renderCounts(job: JobData): string {
   ];
   // Scored without a number to average: only worth a tile when it happened (it makes the run invalid).
   if (report.unscored > 0) stats.push(stat('Unscored', metric('unscored', String(report.unscored)), 'scored, no numeric reward', 'warn'));
+  stats.push(sandboxStat(job));
   return `<section class="stats">${stats.join('')}</section>`;
+}
+
+/** Sandboxes created and removed; red when one was left (the section under the headline names it). */
+function sandboxStat(job: JobData): string {
+  const sandboxes = sandboxesOf(job);
+  if (!sandboxes) return stat('Sandboxes', '—', 'not counted by the berth that wrote this job');
+  const left = sandboxes.notRemoved.length;
+  return stat(
+    'Sandboxes',
+    metric('sandboxes.created', String(sandboxes.created)),
+    `created · ${metric('sandboxes.removed', String(sandboxes.removed))} removed${left > 0 ? ` · <b>${left} not removed</b>` : ''}`,
+    left > 0 ? 'bad' : undefined,
+  );
 }

@@ -126,6 +126,15 @@ ${outcomeRules}
 .cause-name{font-family:var(--mono);font-size:12.5px;font-weight:650}
 .cause-type{font-family:var(--mono);font-size:11px;color:var(--muted);border:1px solid var(--border);border-radius:4px;padding:0 5px;margin-left:8px}
 .cause-msg{font-family:var(--mono);font-size:12px;color:#344054;white-space:pre-wrap;overflow-wrap:anywhere;background:#f5f6f8;border-radius:6px;padding:6px 9px;margin-top:3px}
+.leak{border-left:6px solid var(--bad);background:linear-gradient(#fff,#fff8f8)}
+.leak h2{color:var(--bad)}
+.leak-note{margin:0 0 12px;font-size:13.5px;color:#3a2326}
+.leaks{width:100%;border-collapse:collapse;font-size:13px}
+/* break-word, not anywhere: columns keep their words' width, and only the error wraps. */
+.leaks th,.leaks td{text-align:left;padding:5px 14px 5px 0;border-bottom:1px solid var(--line);vertical-align:top;overflow-wrap:break-word}
+.leaks th{color:var(--muted);font-weight:600;white-space:nowrap}
+.leaks .num{text-align:right}
+.leak-error{font-family:var(--mono);font-size:12px;width:55%}
 footer{color:var(--faint);font-size:12px;margin-top:8px}
 @media (max-width:920px){.headline{grid-template-columns:1fr}.tl{--label:130px;--result:120px}.frow{grid-template-columns:1fr 100px 60px}.ftype-tasks,.fhead span:nth-child(3){display:none}}
 `;

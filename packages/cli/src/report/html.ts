@@ -5,6 +5,7 @@ import { escapeHtml, jsonForScript } from './html-escape.js';
 import { reportData } from './html-data.js';
 import { renderFailures } from './html-failures.js';
 import { renderCounts, renderHeader, renderHeadline } from './html-headline.js';
+import { renderSandboxesLeft } from './html-sandboxes.js';
 import { REPORT_SCRIPT } from './html-script.js';
 import { REPORT_CSS } from './html-style.js';
 import { renderTimeline } from './html-timeline.js';
@@ -21,8 +22,8 @@ function contentSecurityPolicy(script: string): string {
 
 /**
  * report.html for a finished job: one self-contained file (styles, script and data inline; no
- * fonts, images or requests) that shows coverage and validity first, then every attempt on a
- * timeline, then the failures with their cause chains. Numbers from report.json carry
+ * fonts, images or requests) that shows coverage and validity first, then any sandbox the run
+ * could not remove, then every attempt on a timeline, then the failures with their cause chains. Numbers from report.json carry
  * data-metric="<path>"; the job's data is embedded as JSON in #berth-report-data.
  */
 export function renderReportHtml(job: JobData): string {
@@ -41,6 +42,7 @@ export function renderReportHtml(job: JobData): string {
 <main>
 ${renderHeader(job)}
 ${renderHeadline(job)}
+${renderSandboxesLeft(job)}
 ${renderCounts(job)}
 ${renderTimeline(job)}
 ${renderFailures(job)}

@@ -1,7 +1,8 @@
-import { agentExceptionOf, type JobData, type TaskView } from '../job/job-data.js';
+import { agentExceptionOf, sandboxesOf, type JobData, type TaskView } from '../job/job-data.js';
 import { paint, type Paint } from './ansi.js';
 import { formatDuration } from '../duration.js';
 import { formatRatio, formatReward, formatTimestamp, humanize, printable } from './format.js';
+import { sandboxLines } from './sandbox-lines.js';
 import { taskTable } from './task-table.js';
 import { alignRows, type TextRow } from './text-table.js';
 
@@ -21,7 +22,16 @@ const SLOWEST = 3;
  */
 export function renderSummary(job: JobData, opts: SummaryOptions = {}): string {
   const p = paint(opts.color ?? false);
-  const sections = [header(job, p), validity(job, p), scores(job, p), accounting(job, p), failures(job, p), slowest(job, p), taskTable(job, p, opts.taskRows)];
+  const sections = [
+    header(job, p),
+    validity(job, p),
+    scores(job, p),
+    accounting(job, p),
+    sandboxes(job, p),
+    failures(job, p),
+    slowest(job, p),
+    taskTable(job, p, opts.taskRows),
+  ];
   return `${sections
     .filter((lines) => lines.length > 0)
     .map((lines) => lines.join('\n'))
@@ -91,6 +101,13 @@ function accounting(job: JobData, p: Paint): string[] {
   if (report.unscored > 0)
     rows.push({ label: 'unscored', value: String(report.unscored), note: `scored without a numeric ${report.score?.field ?? 'reward'}`, paintValue: p.yellow });
   return alignRows(rows);
+}
+
+/** Sandboxes created and removed, and each one left behind, named; a job from before berth counted them says so. */
+function sandboxes(job: JobData, p: Paint): string[] {
+  const account = sandboxesOf(job);
+  if (!account) return [p.dim('sandboxes: not counted (this report.json was written by an older berth)')];
+  return sandboxLines(account, p);
 }
 
 /** Tasks scored although their agent timed out or exited non-zero (harbor's exception_info); none: no row. */

@@ -180,6 +180,8 @@ export const FIXTURE_REPORT: RunReport = {
     'coverage 0.500 is under 0.95: only 3 of 6 tasks were scored (2 infrastructure failures, 1 not run)',
   ],
   durationMs: 95_000,
+  // Every attempt made a sandbox but the failed pull (nothing is created before the pull), and each was removed.
+  sandboxes: { created: 6, removed: 6, notRemoved: [] },
 };
 
 /** The job, with task ids (and optionally messages) rewritten, e.g. into hostile text. */

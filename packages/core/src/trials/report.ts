@@ -37,6 +37,7 @@ export function buildRunReport(tasks: readonly TaskRecord[], options: { scoreFie
     valid: true,
     invalidReasons: [],
     durationMs: options.durationMs,
+    sandboxes: { created: 0, removed: 0, notRemoved: [] },
   };
   let sum = 0;
   let over = 0;
@@ -48,6 +49,12 @@ export function buildRunReport(tasks: readonly TaskRecord[], options: { scoreFie
       if (i > 0 && !task.attempts[i - 1]!.failure?.stoppedBy) report.retries++;
     });
     for (const attempt of task.attempts) {
+      const sandboxes = attempt.sandboxes;
+      if (sandboxes) {
+        report.sandboxes.created += sandboxes.created;
+        report.sandboxes.removed += sandboxes.removed;
+        for (const left of sandboxes.notRemoved) report.sandboxes.notRemoved.push({ ...left, taskId: task.taskId, attempt: attempt.attempt });
+      }
       if (!attempt.failure) continue;
       const { category, type } = attempt.failure;
       report.byCategory[category] = (report.byCategory[category] ?? 0) + 1;

@@ -5,6 +5,7 @@ import { attemptFailure } from './attempt-failure.js';
 import { nextStep, startStep, taskRecord, taskStatus, usable, type RetryPolicy } from './decision.js';
 import type { RunJournal } from './journal.js';
 import { OutageGate } from './outage-gate.js';
+import { SandboxTracker } from './sandbox-tracker.js';
 import type { StopReason, TaskState } from './task-state.js';
 import type { AttemptRecord, Clock, JsonValue, OutagePauseOptions, RunEvents, RunProgress, TaskRecord, TrialFunction } from './types.js';
 
@@ -206,9 +207,10 @@ export class TrialRun<T, O extends JsonValue> {
     const t0 = this.#clock.now();
     this.#journal?.started(s.id, attempt, t0);
     this.#events.emit('attempt:start', { taskId: s.id, attempt });
+    const sandboxes = new SandboxTracker();
     let record: AttemptRecord<O>;
     try {
-      const outcome = await this.#trial(s.task, { attempt, signal: link.signal, events: this.#events, taskId: s.id });
+      const outcome = await this.#trial(s.task, { attempt, signal: link.signal, events: this.#events, taskId: s.id, sandboxes });
       const t1 = this.#clock.now();
       record = { taskId: s.id, attempt, startedAt: t0, endedAt: t1, durationMs: t1 - t0, status: 'outcome', outcome };
     } catch (error) {
@@ -218,6 +220,9 @@ export class TrialRun<T, O extends JsonValue> {
     } finally {
       link.dispose();
     }
+    // Journaled with the record, so a resumed run keeps this attempt's counts.
+    const account = await sandboxes.settle();
+    if (account) record.sandboxes = account;
     // The run gave up waiting on this attempt (past the stop grace period) and has reported.
     if (this.#finished) return;
     this.#record(s, record);

@@ -1,4 +1,5 @@
 import type { RunIdentity } from './run-identity.js';
+import type { Environment } from '../contract.js';
 import type { TypedEvents } from '../events.js';
 import type { ClassifiedFailure } from '../classify.js';
 import type { SerializedError } from '../errors.js';
@@ -13,6 +14,65 @@ export interface TrialContext {
   signal: AbortSignal;
   events: TypedEvents<RunEvents>;
   taskId: string;
+  /**
+   * The attempt's sandbox accounting (report.sandboxes): tear each environment down with
+   * `sandboxes.teardown(env)` rather than `env.teardown()`, so the report knows what was created,
+   * what was removed and what was not; and `track` it as soon as it is made (before `start`), so
+   * that one the trial never tears down (a path that forgot, a throw past the cleanup) is torn
+   * down and counted by the run when the trial ends.
+   */
+  sandboxes: TrialSandboxes;
+}
+
+/** How a trial tells the run about its sandboxes (TrialContext.sandboxes); see SandboxTracker. */
+export interface TrialSandboxes {
+  /** Count this environment in the attempt's accounting, and have the run tear it down if the trial does not. Again: no effect. */
+  track(env: Environment): void;
+  /**
+   * `env.teardown(opts)`, recorded: removed, nothing to remove, or not removed (with the error,
+   * which is rethrown). Tracks the environment first if it was not.
+   */
+  teardown(env: Environment, opts?: { signal?: AbortSignal }): Promise<void>;
+}
+
+/** A sandbox a teardown could not remove, as an attempt records it. */
+export interface AttemptSandboxLeft {
+  /** The environment's id: the sandbox's name on its backend (a container, a pod, a Modal sandbox's berth name). */
+  id: string;
+  backend: string;
+  /** The teardown error's message, secrets redacted. */
+  error: string;
+}
+
+/**
+ * What one attempt did with sandboxes. `created`: environments whose start got as far as asking
+ * the backend to make the sandbox (the request sent, or possibly sent: an answer lost counts);
+ * one whose start failed before that (an image that would not pull or build, an engine refusing
+ * the connection) or that was never started is not counted. `removed`: those a teardown removed.
+ * `created - removed` is `notRemoved.length`.
+ */
+export interface AttemptSandboxes {
+  created: number;
+  removed: number;
+  notRemoved: AttemptSandboxLeft[];
+}
+
+/** A sandbox of the run that was not removed, named for `berth sweep` or a person. */
+export interface SandboxNotRemoved extends AttemptSandboxLeft {
+  taskId: string;
+  attempt: number;
+}
+
+/**
+ * The run's sandboxes (RunReport.sandboxes): every attempt's accounting summed. Cumulative over a
+ * resumed run's sessions, like `attempts`: a reused attempt brings its counts from the journal.
+ * An attempt the process died under (resume.interruptedAttempts) has none: its sandbox was left to
+ * the guardian or a sweep, and nobody knows here whether it was removed.
+ */
+export interface SandboxAccounting {
+  created: number;
+  removed: number;
+  notRemoved: SandboxNotRemoved[];
 }
 
 export type TrialFunction<T, O extends JsonValue> = (task: T, ctx: TrialContext) => Promise<O>;
@@ -34,6 +94,8 @@ export interface AttemptRecord<O extends JsonValue = JsonValue> {
   status: 'outcome' | 'failed';
   outcome?: O;
   failure?: AttemptFailure;
+  /** The sandboxes the attempt tracked (TrialContext.sandboxes); absent when it tracked none. */
+  sandboxes?: AttemptSandboxes;
 }
 
 /**
@@ -99,6 +161,12 @@ export interface RunReport {
   invalidReasons: string[];
   /** The run's time: after a resume, every session's (each from its start to its last journaled moment) summed. */
   durationMs: number;
+  /**
+   * Sandboxes created, removed, and each one not removed, named (see SandboxAccounting). A
+   * sandbox left behind does not make the run invalid (scores do not depend on it), but it costs
+   * until `sweep` removes it.
+   */
+  sandboxes: SandboxAccounting;
 }
 
 export interface RunResult<O extends JsonValue = JsonValue> {
