@@ -73,7 +73,9 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
       // A pod of the spec's image (no mounts) on network 'none': its start proves enforcement, or is refused.
       else
         checks.push(
-          await checkNetworkPolicy(network, () => self.start({ ...input, network: 'none', networkSwitch: false, mounts: [] }).then((env) => env.teardown())),
+          await checkNetworkPolicy(network, () =>
+            self.start({ ...input, network: 'none', networkSwitch: false, mounts: [] }).then(async (env) => void (await env.teardown())),
+          ),
         );
     }
     return checks;

@@ -97,11 +97,7 @@ export interface BuildProgress {
 }
 
 export interface EnvironmentEvents {
-  /**
-   * The phase changed. 'stopped' comes with a detail exactly when teardown found nothing to
-   * remove (the sandbox was never created: its start was never called, or failed before the
-   * request that makes one reached the backend); runTrials' sandbox accounting counts on it.
-   */
+  /** The phase changed; 'stopped' comes with a detail when teardown found nothing to remove. */
   phase: (phase: EnvironmentPhase, detail?: string) => void;
   pull: (progress: PullProgress) => void;
   build: (progress: BuildProgress) => void;
@@ -139,8 +135,21 @@ export interface Environment extends AsyncDisposable {
    * `networkSwitch` capability (refused at environment() otherwise).
    */
   setNetwork(mode: NetworkMode): Promise<void>;
-  /** Idempotent; never throws because the sandbox is already gone. */
-  teardown(opts?: { signal?: AbortSignal }): Promise<void>;
+  /**
+   * Idempotent; never throws because the sandbox is already gone. Resolves with what it did (a
+   * second call, the first call's answer); runTrials' sandbox accounting counts on it.
+   */
+  teardown(opts?: { signal?: AbortSignal }): Promise<TeardownResult>;
+}
+
+/** What a teardown did. */
+export interface TeardownResult {
+  /**
+   * false: there was nothing to remove, the sandbox was never created (its start was never
+   * called, or failed before the request that makes one reached the backend). true: a sandbox
+   * existed or may have, and it is removed.
+   */
+  removed: boolean;
 }
 
 export type ImageAuthKind = 'basic' | 'identityToken' | 'aws' | 'secretName' | 'dockerConfig';

@@ -24,6 +24,7 @@ export {
   type SweepOptions,
   type SweepReport,
   type TransferOptions,
+  type TeardownResult,
   type TransferStats,
 } from './contract.js';
 export {

@@ -157,17 +157,17 @@ describe('report.sandboxes', () => {
 });
 
 describe('SandboxTracker', () => {
-  it('does not count an environment never started, and counts one without phase events once torn down', async () => {
+  it("does not count an environment never started, and counts by teardown()'s answer, not by phase events", async () => {
     const tracker = new SandboxTracker();
     const { env: unstarted } = environment('never-started', 'none');
     tracker.track(unstarted);
     await tracker.teardown(unstarted);
-    // Not made by the kit: it reports no phases, so its teardown is all there is to go by.
+    // Not made by the kit: it reports no phases; its teardown's answer is what counts.
     const bare = {
       id: 'bare',
       backend: 'fake',
       events: createEvents<EnvironmentEvents>(),
-      teardown: async () => undefined,
+      teardown: async () => ({ removed: true }),
     } as unknown as Environment;
     await tracker.teardown(bare);
     expect(await tracker.settle()).toEqual({ created: 1, removed: 1, notRemoved: [] });

@@ -10,6 +10,7 @@ import type {
   ExecOptions,
   ExecResult,
   NetworkMode,
+  TeardownResult,
   TransferOptions,
   TransferStats,
 } from '../contract.js';
@@ -80,7 +81,7 @@ export class SandboxEnvironment implements Environment {
   readonly #removal: SandboxRemoval;
   #phase: EnvironmentPhase = 'created';
   #starting: Promise<void> | undefined;
-  #teardown: Promise<void> | undefined;
+  #teardown: Promise<TeardownResult> | undefined;
   #lostReason: string | undefined;
   #lifetimeExceeded = false;
   /** The backend's default lifetime, when that (not the spec's) is what ran out. */
@@ -187,7 +188,7 @@ export class SandboxEnvironment implements Environment {
     }
   }
 
-  async teardown(opts: { signal?: AbortSignal } = {}): Promise<void> {
+  async teardown(opts: { signal?: AbortSignal } = {}): Promise<TeardownResult> {
     this.#closed = true;
     this.#teardown ??= (async () => {
       // Let an in-flight start finish (or fail) first, so its sandbox is not left behind.
@@ -196,9 +197,10 @@ export class SandboxEnvironment implements Environment {
       const map = (error: unknown) => (BerthError.isInstance(error) ? error : (this.#transport.mapError(error, 'teardown') ?? error));
       const removed = await this.#removal.remove(map, opts.signal);
       this.#setPhase('stopped', removed ? undefined : NEVER_CREATED);
+      return { removed };
     })();
     try {
-      await this.#teardown;
+      return await this.#teardown;
     } catch (error) {
       // The backend failed to remove it (a restart, a 500): let a later teardown() try again.
       this.#teardown = undefined;
