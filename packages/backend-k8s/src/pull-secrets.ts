@@ -14,11 +14,19 @@ export const LABEL_PULL_SECRET = 'berth.pull-secret';
  *
  * Per instance rather than shared across processes: a secret shared by name could be removed by one
  * process while another's pod still waits to pull with it.
+ *
+ * A name is never used again once its Secret is deleted: when the last user of a credential leaves
+ * and a new one comes, the new Secret gets the next generation's name. Reusing the name would let a
+ * pod be created naming a Secret that is still being deleted, and the kubelet's watch of that name
+ * may still hold the deletion when the pod's pull reads it (an anonymous pull: "unauthorized").
  */
 export class PullSecrets {
   readonly #cluster: Cluster;
   /** Secret name -> the environments using it. */
   readonly #users = new Map<string, Set<string>>();
+  /** Credential digest -> the name of its Secret now (absent: none exists), and how many it has had. */
+  readonly #current = new Map<string, string>();
+  readonly #generations = new Map<string, number>();
   /** One operation at a time per secret (create, delete), so a start never races a removal. */
   readonly #queue = new Map<string, Promise<unknown>>();
   readonly #instance = Math.random().toString(36).slice(2, 10);
@@ -40,14 +48,18 @@ export class PullSecrets {
   acquire(credential: PullCredential, environmentId: string): Promise<string> {
     const secret = 'identityToken' in credential ? credential.identityToken : `${credential.username}\0${credential.password}`;
     const digest = createHash('sha256').update(`${SESSION_ID}\0${this.#instance}\0${credential.serverAddress}\0${secret}`).digest('hex');
-    const name = `berth-pull-${digest.slice(0, 20)}`;
-    return this.#serial(name, async () => {
-      const users = this.#users.get(name);
-      if (users && users.size > 0) {
-        users.add(environmentId);
-        return name;
+    const key = digest.slice(0, 20);
+    return this.#serial(key, async () => {
+      const existing = this.#current.get(key);
+      if (existing !== undefined) {
+        this.#users.get(existing)?.add(environmentId);
+        return existing;
       }
+      const generation = (this.#generations.get(key) ?? 0) + 1;
+      this.#generations.set(key, generation);
+      const name = `berth-pull-${key}-${generation}`;
       await this.#create(name, credential, environmentId);
+      this.#current.set(key, name);
       this.#users.set(name, new Set([environmentId]));
       return name;
     });
@@ -55,10 +67,13 @@ export class PullSecrets {
 
   /** The environment no longer needs it; the last one out removes the Secret. */
   release(name: string, environmentId: string): Promise<void> {
-    return this.#serial(name, async () => {
+    const key = keyOf(name);
+    return this.#serial(key, async () => {
       const users = this.#users.get(name);
       if (!users?.delete(environmentId) || users.size > 0) return;
       this.#users.delete(name);
+      // From here a new user gets a new Secret (the next generation), never this name.
+      if (this.#current.get(key) === name) this.#current.delete(key);
       try {
         await idempotent(() => this.#cluster.core.deleteNamespacedSecret({ name, namespace: this.#cluster.namespace }));
       } catch (error) {
@@ -94,9 +109,14 @@ export class PullSecrets {
         }),
       );
     } catch (error) {
-      // Left by a removal that failed: the same content, by its name.
+      // An earlier try of this create got through (names are per generation, never reused).
       if (statusOf(error) === 409) return;
       throw mapApiError(error, { operation: 'start', environmentId }) ?? error;
     }
   }
+}
+
+/** `berth-pull-<key>-<generation>` -> key. */
+function keyOf(name: string): string {
+  return name.slice('berth-pull-'.length, name.lastIndexOf('-'));
 }

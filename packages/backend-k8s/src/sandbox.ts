@@ -9,6 +9,7 @@ import {
   type SandboxStatus,
   type SandboxTransport,
 } from '@berth/core/backend-kit';
+import type { V1Pod } from '@kubernetes/client-node';
 import { BACKEND, type Cluster } from './cluster.js';
 import { spawnExec } from './exec-socket.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
@@ -18,9 +19,11 @@ import type { PodNetwork } from './pod-network.js';
 import { acquirePullSecrets, manifestMounts, withMain, type PodImages } from './pod-images.js';
 import { podEvents, podReport } from './pod-report.js';
 import { watchPod } from './pod-watch.js';
-import { liveState, startState } from './pod-status.js';
+import { liveState, startState, type StartState } from './pod-status.js';
 
 const GONE_WAIT_MS = 30_000;
+/** How long a start waits for the kubelet to pull again after it could not read berth's pull Secret: two back-offs. */
+const SECRET_LAG_MS = 45_000;
 
 /** What the pods of one backend instance share. */
 export interface PodShared {
@@ -44,6 +47,8 @@ export class K8sSandbox implements SandboxTransport {
   /** The Secrets made from credentials for this pod, released at removal. */
   #secrets: string[] = [];
   #hadCredentials = false;
+  /** A create still running (settles, never rejects): it may yet make a pod naming #secrets. */
+  #creating: Promise<void> | undefined;
 
   readonly #removals: CreationLimiter;
   readonly #network: PodNetwork;
@@ -65,6 +70,19 @@ export class K8sSandbox implements SandboxTransport {
   }
 
   async create(ctx: CreateContext): Promise<void> {
+    const work = this.#create(ctx);
+    this.#creating = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    try {
+      await work;
+    } finally {
+      this.#creating = undefined;
+    }
+  }
+
+  async #create(ctx: CreateContext): Promise<void> {
     const { core, namespace } = this.#cluster;
     const built = await this.#build(ctx);
     if (built) this.#images = withMain(this.#images, built, this.#options);
@@ -151,25 +169,45 @@ export class K8sSandbox implements SandboxTransport {
 
   /** Watch the pod until it runs, or fail fast with the class its status says. */
   async #waitRunning(ctx: CreateContext): Promise<void> {
-    let outcome;
-    try {
-      outcome = await watchPod(
-        this.#cluster,
-        this.#id,
-        (pod) => {
-          const state = startState(pod);
-          if (state.kind !== 'waiting') return { pod, state };
-          ctx.progress({ status: state.status });
-          return undefined;
-        },
-        ctx.signal,
-      );
-    } catch (error) {
-      throwIfAborted(ctx.signal, this.#ctx('start'));
-      throw mapApiError(error, this.#ctx('start')) ?? error;
+    // Until then a failed pull is the kubelet's, not the registry's answer (see secretUnread).
+    let patientUntil = 0;
+    for (;;) {
+      let outcome;
+      try {
+        outcome = await watchPod(
+          this.#cluster,
+          this.#id,
+          (pod) => {
+            const state = startState(pod);
+            if (state.kind === 'pull_failed' && Date.now() < patientUntil) {
+              ctx.progress({ status: `Pending: ${state.reason}: waiting for the kubelet's next pull, now that the pull secret exists` });
+              return undefined;
+            }
+            if (state.kind !== 'waiting') return { pod, state };
+            ctx.progress({ status: state.status });
+            return undefined;
+          },
+          ctx.signal,
+        );
+      } catch (error) {
+        throwIfAborted(ctx.signal, this.#ctx('start'));
+        throw mapApiError(error, this.#ctx('start')) ?? error;
+      }
+      if ('gone' in outcome) throw new SandboxLostError({ ...this.#ctx('start'), message: `pod ${this.#id} was deleted while starting`, lastState: 'deleted' });
+      const { pod, state } = outcome.decided;
+      if (state.kind === 'pull_failed' && patientUntil === 0) {
+        const events = await podEvents(this.#cluster, this.#id);
+        if (secretUnread(events, this.#secrets)) {
+          patientUntil = Date.now() + SECRET_LAG_MS;
+          continue;
+        }
+      }
+      return this.#decide(pod, state);
     }
-    if ('gone' in outcome) throw new SandboxLostError({ ...this.#ctx('start'), message: `pod ${this.#id} was deleted while starting`, lastState: 'deleted' });
-    const { pod, state } = outcome.decided;
+  }
+
+  /** What a start ends with, once the pod's status has decided it. */
+  async #decide(pod: V1Pod, state: StartState): Promise<void> {
     switch (state.kind) {
       case 'running':
         this.#started = { uid: state.uid, restarts: state.restarts };
@@ -225,7 +263,24 @@ export class K8sSandbox implements SandboxTransport {
 
   async remove(): Promise<void> {
     await this.#removals.run(() => this.#removePod());
-    for (const secret of this.#secrets) await this.#images.secrets.release(secret, this.#id);
+    const creating = this.#creating;
+    if (creating) {
+      // A removal during the create (a start given up on): its pod may still be created, naming
+      // these Secrets. Release them only once the create has settled and its pod is gone again,
+      // so no pod is ever created naming a Secret being deleted.
+      void creating.then(async () => {
+        await this.#removals.run(() => this.#removePod()).catch(() => undefined);
+        await this.#releaseSecrets().catch(() => undefined);
+      });
+      return;
+    }
+    await this.#releaseSecrets();
+  }
+
+  async #releaseSecrets(): Promise<void> {
+    const secrets = this.#secrets;
+    this.#secrets = [];
+    for (const secret of secrets) await this.#images.secrets.release(secret, this.#id);
   }
 
   async #removePod(): Promise<void> {
@@ -248,6 +303,17 @@ export class K8sSandbox implements SandboxTransport {
   mapError(error: unknown, operation: Operation) {
     return mapApiError(error, this.#ctx(operation), { podGone: true });
   }
+}
+
+/**
+ * The kubelet could not read a pull Secret berth made for this pod, so it pulled without it. The
+ * Secret exists (it is made before the pod and kept until the pod is gone): the kubelet's cache of
+ * a newly named Secret may take longer than its one-second wait to fill on a busy node. Its next
+ * pull (after a back-off of about 10 s) reads it; failing now would end the task on a credential
+ * that is fine.
+ */
+function secretUnread(events: ReadonlyArray<{ reason?: string; message?: string }>, ours: readonly string[]): boolean {
+  return events.some((e) => e.reason === 'FailedToRetrieveImagePullSecret' && ours.some((name) => e.message?.includes(name)));
 }
 
 /** The kubelet's own words for a failed pull: "Failed to pull image ...: <the registry's words>", not "Error: ErrImagePull". */
