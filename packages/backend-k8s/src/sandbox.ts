@@ -1,4 +1,4 @@
-import { ConfigError, SandboxLostError, describeImage, isBuiltImage, type EnvironmentSpec, type ImageAuth, type Operation } from '@berth/core';
+import { ConfigError, ImagePullError, SandboxLostError, describeImage, isBuiltImage, type EnvironmentSpec, type ImageAuth, type Operation } from '@berth/core';
 import {
   pullFailure,
   type CreationLimiter,
@@ -17,6 +17,7 @@ import type { K8sBackendOptions } from './options.js';
 import { podManifest } from './pod-manifest.js';
 import type { PodNetwork } from './pod-network.js';
 import { acquirePullSecrets, manifestMounts, withMain, type PodImages } from './pod-images.js';
+import { everyPullWithoutSecret, pullMessage, secretUnread } from './pull-events.js';
 import { podEvents, podReport } from './pod-report.js';
 import { watchPod } from './pod-watch.js';
 import { liveState, startState, type StartState } from './pod-status.js';
@@ -215,6 +216,16 @@ export class K8sSandbox implements SandboxTransport {
       case 'pull_failed': {
         const events = await podEvents(this.#cluster, this.#id);
         const failing = this.#images.mounts.find((m) => m.image.canonical === state.image)?.image ?? this.#images.main?.image;
+        if (everyPullWithoutSecret(events, this.#secrets)) {
+          // Still without the Secret after the wait: the kubelet's trouble, not the credential's; a new pod may fare better.
+          throw new ImagePullError({
+            ...this.#ctx('pull'),
+            image: failing?.original ?? '?',
+            reason: 'transient',
+            message: `pulling ${failing?.original ?? '?'} failed: the kubelet could not read berth's pull Secret (${this.#secrets.join(', ')}) for ${SECRET_LAG_MS / 1000} s and pulled without it: ${pullMessage(events, state.message)}`,
+            cause: podReport(this.#id, pod, events),
+          });
+        }
         throw pullFailure(pullMessage(events, state.message), {
           ...this.#ctx('pull'),
           image: failing?.original ?? '?',
@@ -303,24 +314,4 @@ export class K8sSandbox implements SandboxTransport {
   mapError(error: unknown, operation: Operation) {
     return mapApiError(error, this.#ctx(operation), { podGone: true });
   }
-}
-
-/**
- * The kubelet could not read a pull Secret berth made for this pod, so it pulled without it. The
- * Secret exists (it is made before the pod and kept until the pod is gone): the kubelet's cache of
- * a newly named Secret may take longer than its one-second wait to fill on a busy node. Its next
- * pull (after a back-off of about 10 s) reads it; failing now would end the task on a credential
- * that is fine.
- */
-function secretUnread(events: ReadonlyArray<{ reason?: string; message?: string }>, ours: readonly string[]): boolean {
-  return events.some((e) => e.reason === 'FailedToRetrieveImagePullSecret' && ours.some((name) => e.message?.includes(name)));
-}
-
-/** The kubelet's own words for a failed pull: "Failed to pull image ...: <the registry's words>", not "Error: ErrImagePull". */
-function pullMessage(events: ReadonlyArray<{ reason?: string; message?: string }>, fallback: string): string {
-  const failed = events
-    .filter((e) => e.reason === 'Failed')
-    .map((e) => e.message ?? '')
-    .filter((m) => m.length > 0);
-  return failed.filter((m) => /failed to pull/i.test(m)).at(-1) ?? failed.at(-1) ?? fallback;
 }

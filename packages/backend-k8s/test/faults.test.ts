@@ -1,5 +1,5 @@
 // Failures made the way they happen on a cluster, against the test cluster: a taint nobody
-// tolerates, an eviction, the container killed through the runtime, a pod past its lifetime.
+// tolerates, a pull Secret the kubelet could not read, an eviction, the container killed through the runtime, a pod past its lifetime.
 import { afterAll, describe, expect, it } from 'vitest';
 import { SandboxLostError, StartupTimeoutError, TaskFailure, classifyFailure, type Environment } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
@@ -9,6 +9,11 @@ const envs: Environment[] = [];
 afterAll(() => Promise.all(envs.map((e) => e.teardown())));
 const backend = () => createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, tolerations: TOLERATE_FAULT });
 const SPEC = { image: 'berth-test/busybox:latest', network: 'public' as const };
+const PRIVATE = '127.0.0.1:5000/berth/private-busybox:k8s';
+
+async function podEvents(name: string) {
+  return (await adminApi().listNamespacedEvent({ namespace: NAMESPACE, fieldSelector: `involvedObject.name=${name}` })).items;
+}
 
 function failure(p: Promise<unknown>): Promise<unknown> {
   return p.then(
@@ -50,6 +55,52 @@ describe('k8s faults on a real cluster', () => {
       expect(namespaced).toMatchObject({ status: 'warn', message: expect.stringMatching(/node-reader\.yaml/) });
     } finally {
       await run('kubectl', ['--kubeconfig', ADMIN_KUBECONFIG, 'taint', 'nodes', 'berth-node', `${FAULT_TAINT.key}-`]).catch(() => undefined);
+    }
+  });
+
+  it("the kubelet pulled without berth's pull Secret (it could not read it): the start waits for its next pull instead of failing on a good credential", {
+    timeout: 120_000,
+  }, async () => {
+    const taint = `${FAULT_TAINT.key}=${FAULT_TAINT.value}:${FAULT_TAINT.effect}`;
+    // The pod waits unscheduled while its Secret is taken away; then the node takes it.
+    await run('kubectl', ['--kubeconfig', ADMIN_KUBECONFIG, 'taint', 'nodes', 'berth-node', taint, '--overwrite']);
+    let untainted = false;
+    try {
+      const env = createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, pullPolicy: 'always' }).environment({
+        image: { ref: PRIVATE, auth: { username: 'berth', password: 'berth-test-secret' } },
+        network: 'public',
+      });
+      envs.push(env);
+      const starting = env.start();
+      let pod;
+      for (let i = 0; i < 100 && !pod?.spec?.imagePullSecrets?.length; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        pod = await adminApi()
+          .readNamespacedPod({ name: env.id, namespace: NAMESPACE })
+          .catch(() => undefined);
+      }
+      const name = pod?.spec?.imagePullSecrets?.[0]?.name ?? '';
+      expect(name).toMatch(/^berth-pull-/);
+      const secret = await adminApi().readNamespacedSecret({ name, namespace: NAMESPACE });
+      await adminApi().deleteNamespacedSecret({ name, namespace: NAMESPACE });
+      await run('kubectl', ['--kubeconfig', ADMIN_KUBECONFIG, 'taint', 'nodes', 'berth-node', `${FAULT_TAINT.key}-`]);
+      untainted = true;
+      // The kubelet says it could not read the Secret, and its pull (without it) is refused.
+      const said = async () => (await podEvents(env.id)).map((e) => e.reason);
+      for (let i = 0; i < 200 && !(await said()).includes('FailedToRetrieveImagePullSecret'); i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 200 && !(await said()).includes('Failed'); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(await said()).toEqual(expect.arrayContaining(['FailedToRetrieveImagePullSecret', 'Failed']));
+      // The Secret back, as a Secret made late looks to a kubelet: its next pull succeeds.
+      await adminApi().createNamespacedSecret({
+        namespace: NAMESPACE,
+        body: { metadata: { name, labels: secret.metadata?.labels ?? {} }, type: secret.type ?? '', data: secret.data ?? {} },
+      });
+      await starting;
+      expect((await env.exec('echo pulled')).stdout).toBe('pulled\n');
+      await env.teardown();
+      await expect(adminApi().readNamespacedSecret({ name, namespace: NAMESPACE })).rejects.toMatchObject({ code: 404 });
+    } finally {
+      if (!untainted) await run('kubectl', ['--kubeconfig', ADMIN_KUBECONFIG, 'taint', 'nodes', 'berth-node', `${FAULT_TAINT.key}-`]).catch(() => undefined);
     }
   });
 
