@@ -2,10 +2,11 @@
 // from the tarballs into a project outside this repository, and used from there. It checks what
 // the tarballs ship (LICENSE, README, what the READMEs and shipped messages point at), that their
 // published types compile under `tsc --strict` without skipLibCheck, and that the JavaScript and
-// the `berth` binary run. It needs the build (`npm test` runs `tsc -b` first) and npm's cache as
+// the `berth` binary run, and that the installed guardian removes a killed program's container
+// (that case needs the Docker engine and berth-test/busybox:latest). It needs the build (`npm test` runs `tsc -b` first) and npm's cache as
 // `npm ci` left it: the outside project is installed with `npm ci --offline` from a lockfile made
 // of this repository's, so nothing is fetched.
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -363,4 +364,60 @@ describe('the packed packages, installed in a project outside the repository', (
     expect(help.stdout).toMatch(/Usage: berth/);
     expect(help.stdout).toMatch(/\brun\b/);
   }, 120_000);
+
+  it("the installed packages' guardian removes a SIGKILLed program's container (Docker)", async () => {
+    const tag = `pkg-${process.pid}-${Date.now()}`;
+    const script = [
+      "import { createDockerBackend } from '@berth/backend-docker';",
+      `await createDockerBackend().start({ image: 'berth-test/busybox:latest', network: 'none', labels: { 'berth.test-guardian': '${tag}' } });`,
+      "process.stdout.write('ready\\n');",
+      'setInterval(() => undefined, 60_000);',
+    ].join('\n');
+    const containers = async () =>
+      (await mustRun('docker', ['ps', '-aq', '--filter', `label=berth.test-guardian=${tag}`], project)).stdout.split('\n').filter(Boolean).length;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: project,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, BERTH_GUARDIAN: '1' },
+    });
+    try {
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+        child.on('exit', () => reject(new Error(`the program ended before its container ran: ${stderr}`)));
+      });
+      expect(await containers()).toBe(1);
+      // The guardian that runs is the installed one, from the outside project's node_modules.
+      const installed = join(project, 'node_modules/@berth/core/dist/kit/guardian-main.js');
+      expect(await commandLinesOfChildren(child.pid!)).toContainEqual(expect.stringContaining(installed));
+      child.kill('SIGKILL');
+      let left = 1;
+      for (let i = 0; i < 120 && left > 0; i++) {
+        await new Promise((r) => setTimeout(r, 250));
+        left = await containers();
+      }
+      expect(left).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+      const ids = (await run('docker', ['ps', '-aq', '--filter', `label=berth.test-guardian=${tag}`], project)).stdout.split('\n').filter(Boolean);
+      if (ids.length > 0) await run('docker', ['rm', '-f', ...ids], project);
+    }
+  }, 120_000);
 });
+
+/** The command lines of `pid`'s children, from /proc (Linux). */
+async function commandLinesOfChildren(pid: number): Promise<string[]> {
+  const lines: string[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid)
+        lines.push((await readFile(`/proc/${entry}/cmdline`, 'utf8')).replaceAll('\0', ' '));
+    } catch {
+      // Ended while we looked.
+    }
+  }
+  return lines;
+}
