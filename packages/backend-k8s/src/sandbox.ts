@@ -1,4 +1,14 @@
-import { ConfigError, ImagePullError, SandboxLostError, describeImage, isBuiltImage, type EnvironmentSpec, type ImageAuth, type Operation } from '@berth/core';
+import {
+  ConfigError,
+  ImagePullError,
+  SandboxLostError,
+  TaskFailure,
+  describeImage,
+  isBuiltImage,
+  type EnvironmentSpec,
+  type ImageAuth,
+  type Operation,
+} from '@berth/core';
 import {
   pullFailure,
   type CreationLimiter,
@@ -14,7 +24,7 @@ import { BACKEND, type Cluster } from './cluster.js';
 import { spawnExec } from './exec-socket.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
 import type { K8sBackendOptions } from './options.js';
-import { podManifest } from './pod-manifest.js';
+import { podLifetime, podManifest } from './pod-manifest.js';
 import type { PodNetwork } from './pod-network.js';
 import { acquirePullSecrets, manifestMounts, withMain, type PodImages } from './pod-images.js';
 import { everyPullWithoutSecret, pullMessage, secretUnread } from './pull-events.js';
@@ -251,6 +261,7 @@ export class K8sSandbox implements SandboxTransport {
           cause: podReport(this.#id, pod, await podEvents(this.#cluster, this.#id)),
         });
       case 'ended':
+        if (state.reason === 'DeadlineExceeded') throw this.#deadlineBeforeRunning(pod);
         throw new ConfigError({
           ...this.#ctx('start'),
           path: 'spec.image',
@@ -258,6 +269,18 @@ export class K8sSandbox implements SandboxTransport {
           cause: podReport(this.#id, pod, await podEvents(this.#cluster, this.#id)),
         });
     }
+  }
+
+  /** activeDeadlineSeconds ran out before the pod was running: a lifetime shorter than the start took. */
+  async #deadlineBeforeRunning(pod: V1Pod): Promise<TaskFailure> {
+    const { ms, byDefault } = podLifetime(this.#spec, this.#options);
+    const whose = byDefault ? "the backend's defaultLifetimeMs (the spec sets no timeouts.lifetimeMs)" : "the spec's timeouts.lifetimeMs";
+    return new TaskFailure({
+      ...this.#ctx('start'),
+      kind: 'LifetimeExceeded',
+      message: `pod ${this.#id} reached its lifetime of ${ms} ms, ${whose}, before it was running: the cluster ended it (DeadlineExceeded); raise it above the time a start takes`,
+      cause: podReport(this.#id, pod, await podEvents(this.#cluster, this.#id)),
+    });
   }
 
   async inspect(): Promise<SandboxStatus> {

@@ -60,6 +60,12 @@ export interface SandboxEnvironmentOptions {
 
 /** When a command was killed from outside, how long the backend may take to agree the sandbox died. */
 const LOSS_SETTLE_MS = 1000;
+/**
+ * A command whose end the backend never reported (its stream just ended) is most often a sandbox
+ * being killed whose status lags (a pod's deadline: the kubelet kills first and reports after, by
+ * seconds on a busy node): waited for longer before it is called the backend's failure.
+ */
+const UNKNOWN_EXIT_SETTLE_MS = 5000;
 /** The 'stopped' phase's detail when teardown had nothing to remove. */
 const NEVER_CREATED = 'nothing to remove: the sandbox was never created';
 
@@ -268,6 +274,7 @@ export class SandboxEnvironment implements Environment {
   async #checkAlive(operation: Operation, settleMs = 0, cause?: unknown): Promise<SandboxLostError | TaskFailure | undefined> {
     if (this.#lostReason) return this.#lost(operation, this.#lostReason, cause);
     const deadline = Date.now() + settleMs;
+    let asks = 0;
     for (;;) {
       let status;
       try {
@@ -284,7 +291,8 @@ export class SandboxEnvironment implements Environment {
         return this.#lost(operation, status.reason, cause);
       }
       if (Date.now() >= deadline) return undefined;
-      await sleep(25);
+      // Quick at first, then no more than 4 asks a second.
+      await sleep(Math.min(250, 25 * 2 ** asks++));
     }
   }
 
@@ -325,7 +333,8 @@ export class SandboxEnvironment implements Environment {
       // Killed by a signal from outside (137/143) or cut off: give the backend a moment to agree.
       // A failed command in a sandbox that can be replaced under its name: was it still the same one?
       const code = outcome.result.exitCode;
-      const lost = await this.#checkAlive('exec', code === 137 || code === 143 || code < 0 ? LOSS_SETTLE_MS : 0);
+      const settle = outcome.exitUnknown ? UNKNOWN_EXIT_SETTLE_MS : code === 137 || code === 143 || code < 0 ? LOSS_SETTLE_MS : 0;
+      const lost = await this.#checkAlive('exec', settle);
       if (lost) throw lost;
     }
     if (outcome.cancelled) throw cancelledFrom(opts.signal!, this.#ctx('exec'));
