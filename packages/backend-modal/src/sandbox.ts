@@ -20,6 +20,7 @@ import type { BuildRecipe, ImagePlan } from './image.js';
 import { mapModalError } from './modal-errors.js';
 import { createdNetwork, switchedAccess } from './network-access.js';
 import type { ModalBackendOptions } from './options.js';
+import { endReason } from './sandbox-result.js';
 import type { ModalShared } from './shared.js';
 import { GRPC_CODE, GrpcError, LONG_POLL_SECS, TaskRouter, type GenericResult, type RouterAccess } from './wire/index.js';
 
@@ -190,7 +191,10 @@ export class ModalSandbox implements SandboxTransport {
         message: `the sandbox ended right after starting (${text}, exit ${result.exitcode ?? '?'}): berth needs /bin/sh in the image`,
       });
     }
-    return new SandboxLostError({ ...this.#ctx('start'), message: `the sandbox ended before it ran (${text})`, lastState: String(result.status) });
+    // Anything else (TERMINATED, an eviction, a kernel OOM kill...) happened to the sandbox, not
+    // because of the spec: lost, in the words inspect() uses for the same end.
+    const reason = endReason(result);
+    return new SandboxLostError({ ...this.#ctx('start'), message: `the sandbox ended before it ran: ${reason}`, lastState: reason });
   }
 
   async inspect(): Promise<SandboxStatus> {
@@ -203,14 +207,18 @@ export class ModalSandbox implements SandboxTransport {
       throw this.#map(error, 'exec');
     }
     if (!result) return { running: true };
-    const status = String(result.status).replace(/^GENERIC_STATUS_/, '');
     // The keep-alive exits 0 when timeouts.lifetimeMs runs out; Modal's own timeout says TIMEOUT.
     // Without a lifetime in the spec, that timeout was the backend's defaultLifetimeMs: say so.
     const own = this.#spec.timeouts.lifetimeMs;
     const timedOut = result.status === 'GENERIC_STATUS_TIMEOUT';
     const lifetimeExpired = timedOut || (result.status === 'GENERIC_STATUS_SUCCESS' && own !== undefined);
-    const reason = result.exception ? `${status}: ${result.exception}` : status;
-    return { running: false, reason, lifetimeExpired, ...(timedOut && own === undefined ? { defaultLifetimeMs: this.#defaultLifetimeMs } : {}) };
+    // Every other end is the sandbox lost (the kit's rule), its reason in the error's message.
+    return {
+      running: false,
+      reason: endReason(result),
+      lifetimeExpired,
+      ...(timedOut && own === undefined ? { defaultLifetimeMs: this.#defaultLifetimeMs } : {}),
+    };
   }
 
   async remove(): Promise<void> {
