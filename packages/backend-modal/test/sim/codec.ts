@@ -1,24 +1,25 @@
-// The simulator's own proto3 codec. It reads fields.json at run time and shares no code with the
+// The simulator's own proto3 codec. It reads its schema at run time (fields.json, merged with the
+// pinned Modal SDK's descriptors for the simulator: sdk-schema.ts) and shares no code with the
 // client's codec (src/wire/protobuf.ts), so a misreading of the schema there cannot be mirrored
 // here and pass unnoticed. Values are plain objects keyed by snake_case field names, enums as
 // their NAME strings (numbers when unknown), bytes as Uint8Array, maps as plain objects, 64-bit
 // integers as numbers when safe and bigints otherwise: the shape test/support/text-format.ts makes.
 // A type fields.json names but does not define may be an enum or a message: it is decoded by the
 // wire type that arrives (varint: the enum's number; length-delimited: the message's raw bytes).
-import { readFileSync } from 'node:fs';
 import { ProtoError, Reader, Writer } from './codec-io.js';
+import { mergeSchemas, readFieldsJson, readSdkDescriptors } from './sdk-schema.js';
 
 export { ProtoError };
 
 export type Msg = Record<string, unknown>;
 
-interface RawField {
+export interface RawField {
   number: number;
   type: string;
   label?: string;
   oneof?: string;
 }
-type RawSchema = Record<string, { package: string; fields?: Record<string, RawField>; enum?: Record<string, number> }>;
+export type RawSchema = Record<string, { package: string; fields?: Record<string, RawField>; enum?: Record<string, number> }>;
 
 const SCALARS = new Set([
   'double',
@@ -74,14 +75,20 @@ export class SimCodec {
   readonly #raw: Map<string, { package: string; fields?: Record<string, RawField>; enum?: Record<string, number> }> = new Map();
   readonly #messages = new Map<string, MessageInfo>();
 
+  /** Keys are names relative to their package, or full names (`google.protobuf.Empty`). */
   constructor(schema: RawSchema) {
-    for (const [name, spec] of Object.entries({ ...schema, ...BUILTIN })) this.#raw.set(`${spec.package}.${name}`, spec);
+    for (const [name, spec] of Object.entries({ ...BUILTIN, ...schema }))
+      this.#raw.set(name.startsWith(`${spec.package}.`) ? name : `${spec.package}.${name}`, spec);
   }
 
   /** The schema the client ships, read from disk (not imported: see the file comment). */
   static load(): SimCodec {
-    const url = new URL('../../src/wire/fields.json', import.meta.url);
-    return new SimCodec(JSON.parse(readFileSync(url, 'utf8')) as RawSchema);
+    return new SimCodec(readFieldsJson());
+  }
+
+  /** What the simulator serves with: fields.json ∪ the pinned SDK's descriptors (sdk-schema.ts). */
+  static forSimulator(): SimCodec {
+    return new SimCodec(mergeSchemas(readFieldsJson(), readSdkDescriptors()));
   }
 
   /** A full name (`modal.client.X`) or a name unique across packages (`X`). */
