@@ -1,15 +1,17 @@
 // The ModalClient service: apps, secrets, images, sandboxes and router access. Calls that create
 // something are idempotent per x-idempotency-key: a retry gets the first attempt's answer.
-import type { Msg, SimCodec } from './codec.js';
+import type { SimCodec } from './codec.js';
 import type { Faults } from './faults.js';
-import { Code, RpcError, type CallContext, type Method } from './grpc-server.js';
+import { Code, RpcError, type CallContext } from './grpc-server.js';
 import type { Images } from './images.js';
+import { type Handler, MethodTable } from './methods.js';
 import type { Mounts } from './mounts.js';
 import type { RouterTokens } from './router-tokens.js';
 import type { Sandboxes } from './sandboxes.js';
 import { newId } from './util.js';
 
-const SERVICE = '/modal.client.ModalClient';
+export const CONTROL_PLANE = 'modal.client.ModalClient';
+const SERVICE = CONTROL_PLANE;
 const RETRY_POLICY_URL = 'type.googleapis.com/modal.client.RPCRetryPolicy';
 
 export interface Secret {
@@ -30,37 +32,10 @@ export interface ControlPlaneDeps {
   routerUrl: () => string;
 }
 
-/** Answers a retry (same key, same request) with the first attempt's answer; failures are not kept. */
-class Idempotency {
-  readonly #seen = new Map<string, { raw: string; answer: Promise<Msg> }>();
-
-  run(ctx: CallContext, fn: () => Promise<Msg>): Promise<Msg> {
-    if (!ctx.idempotencyKey) return fn();
-    const key = `${ctx.path} ${ctx.idempotencyKey}`;
-    const raw = Buffer.from(ctx.raw).toString('hex');
-    const seen = this.#seen.get(key);
-    if (seen) {
-      if (seen.raw !== raw)
-        return Promise.reject(new RpcError(Code.INVALID_ARGUMENT, `x-idempotency-key ${ctx.idempotencyKey} was used for a different request`));
-      return seen.answer;
-    }
-    const answer = fn();
-    this.#seen.set(key, { raw, answer });
-    answer.catch(() => this.#seen.delete(key));
-    return answer;
-  }
-}
-
-export function controlPlaneMethods(deps: ControlPlaneDeps): Map<string, Method> {
+export function controlPlaneMethods(deps: ControlPlaneDeps): MethodTable {
   const { images, mounts, sandboxes, faults, secrets, apps, codec } = deps;
-  const idempotency = new Idempotency();
-  const methods = new Map<string, Method>();
-  const unary = (name: string, fn: (req: Msg, ctx: CallContext) => Promise<Msg> | Msg, idempotent = false) =>
-    methods.set(`${SERVICE}/${name}`, {
-      request: `modal.client.${name}Request`,
-      response: `modal.client.${name}Response`,
-      unary: (req, ctx) => (idempotent ? idempotency.run(ctx, async () => fn(req, ctx)) : Promise.resolve().then(() => fn(req, ctx))),
-    });
+  const table = new MethodTable(SERVICE, 'modal.client');
+  const unary = (name: string, fn: Handler, idempotent = false) => table.unary(name, fn, { idempotent });
 
   unary(
     'AppGetOrCreate',
@@ -110,11 +85,7 @@ export function controlPlaneMethods(deps: ControlPlaneDeps): Map<string, Method>
   unary('MountGetOrCreate', (req) => mounts.getOrCreate(req), true);
   unary('ImageGetOrCreate', (req) => images.getOrCreate(req), true);
 
-  methods.set(`${SERVICE}/ImageJoinStreaming`, {
-    request: 'modal.client.ImageJoinStreamingRequest',
-    response: 'modal.client.ImageJoinStreamingResponse',
-    stream: (req, ctx, send) => images.join(req, ctx, send),
-  });
+  table.stream('ImageJoinStreaming', (req, ctx, send) => images.join(req, ctx, send));
 
   unary(
     'SandboxCreate',
@@ -136,7 +107,7 @@ export function controlPlaneMethods(deps: ControlPlaneDeps): Map<string, Method>
     return { jwt: deps.tokens.issue(taskId), url: deps.routerUrl() };
   });
 
-  return methods;
+  return table;
 }
 
 /** RESOURCE_EXHAUSTED with Modal's retry hint: an RPCRetryPolicy inside grpc-status-details-bin. */

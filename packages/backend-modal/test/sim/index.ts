@@ -45,7 +45,7 @@ export class ModalSimulator {
   readonly mounts = new Mounts();
   readonly docker: Docker;
   /** The simulator's own codec (tests may use it to build raw calls). */
-  readonly codec = SimCodec.load();
+  readonly codec = SimCodec.forSimulator();
   readonly #instance = randomBytes(6).toString('hex');
   readonly #secrets = new Map<string, Secret>();
   readonly #apps = new Map<string, string>();
@@ -217,7 +217,7 @@ export class ModalSimulator {
         },
         onCall: (record) => this.calls.push(record),
       });
-    if (separateRouter) this.#servers = [await serve(control), await serve(router)];
-    else this.#servers = [await serve(new Map([...control, ...router]))];
+    if (separateRouter) this.#servers = [await serve(control.methods), await serve(router.methods)];
+    else this.#servers = [await serve(new Map([...control.methods, ...router.methods]))];
   }
 }

@@ -6,7 +6,8 @@ import type { Msg } from './codec.js';
 import { ExecProcess, type ExecRequest, type ExitStatus } from './exec.js';
 import type { Faults } from './faults.js';
 import { setNetworkAccess } from './network.js';
-import { Code, RpcError, type CallContext, type Method } from './grpc-server.js';
+import { Code, RpcError, type CallContext } from './grpc-server.js';
+import { type Handler, MethodTable } from './methods.js';
 import type { RouterTokens } from './router-tokens.js';
 import type { SandboxRecord, Sandboxes } from './sandboxes.js';
 import { engineMessage, sleep, statusCodeOf, waitFor } from './util.js';
@@ -14,7 +15,7 @@ import { engineMessage, sleep, statusCodeOf, waitFor } from './util.js';
 /** The most bytes of command arguments an exec may have. */
 export const ARG_LIMIT = 64 * 1024;
 
-const SERVICE = '/modal.task_command_router.TaskCommandRouter';
+export const ROUTER = 'modal.task_command_router.TaskCommandRouter';
 const PKG = 'modal.task_command_router';
 /** A TaskExecStdioReadResponse carries at most this much. */
 const MAX_CHUNK = 1024 * 1024;
@@ -27,7 +28,7 @@ export interface RouterDeps {
   longPollMs: () => number;
 }
 
-export function routerMethods(deps: RouterDeps): Map<string, Method> {
+export function routerMethods(deps: RouterDeps): MethodTable {
   const { sandboxes, faults } = deps;
 
   /** Authenticates, finds the running sandbox, and counts the call as activity (idle timeout). */
@@ -51,9 +52,8 @@ export function routerMethods(deps: RouterDeps): Map<string, Method> {
   };
   const exitMsg = (exit: ExitStatus): Msg => ('code' in exit ? { code: exit.code } : { signal: exit.signal });
 
-  const methods = new Map<string, Method>();
-  const unary = (name: string, fn: (req: Msg, ctx: CallContext) => Promise<Msg>) =>
-    methods.set(`${SERVICE}/${name}`, { request: `${PKG}.${name}Request`, response: `${PKG}.${name}Response`, unary: fn });
+  const table = new MethodTable(ROUTER, PKG);
+  const unary = (name: string, fn: Handler) => table.unary(name, fn);
 
   unary('TaskExecStart', async (req, ctx) => {
     const record = enter(req, ctx);
@@ -105,29 +105,25 @@ export function routerMethods(deps: RouterDeps): Map<string, Method> {
     return {};
   });
 
-  methods.set(`${SERVICE}/TaskExecStdioRead`, {
-    request: `${PKG}.TaskExecStdioReadRequest`,
-    response: `${PKG}.TaskExecStdioReadResponse`,
-    stream: async (req, ctx, send) => {
-      const record = enter(req, ctx);
-      const exec = await execOf(record, req);
-      const buffer = req.file_descriptor === 'TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDERR' ? exec.stderr : exec.stdout;
-      let offset = Number(req.offset ?? 0);
-      let budget = faults.takeStdioCut();
-      for (;;) {
-        while (offset < buffer.length) {
-          if (budget === 0) return resetAfterFlush(ctx);
-          const chunk = buffer.read(offset, Math.min(MAX_CHUNK, budget ?? MAX_CHUNK));
-          await send({ data: chunk });
-          offset += chunk.length;
-          if (budget !== undefined) budget -= chunk.length;
-        }
-        if (buffer.ended) break;
-        await waitFor(() => (alive(record), offset < buffer.length || buffer.ended ? true : undefined), exec.changes, Infinity, ctx.signal);
+  table.stream('TaskExecStdioRead', async (req, ctx, send) => {
+    const record = enter(req, ctx);
+    const exec = await execOf(record, req);
+    const buffer = req.file_descriptor === 'TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDERR' ? exec.stderr : exec.stdout;
+    let offset = Number(req.offset ?? 0);
+    let budget = faults.takeStdioCut();
+    for (;;) {
+      while (offset < buffer.length) {
+        if (budget === 0) return resetAfterFlush(ctx);
+        const chunk = buffer.read(offset, Math.min(MAX_CHUNK, budget ?? MAX_CHUNK));
+        await send({ data: chunk });
+        offset += chunk.length;
+        if (budget !== undefined) budget -= chunk.length;
       }
-      // The output is shorter than the cut: the stream is still reset, not ended OK.
-      if (budget !== undefined) return resetAfterFlush(ctx);
-    },
+      if (buffer.ended) break;
+      await waitFor(() => (alive(record), offset < buffer.length || buffer.ended ? true : undefined), exec.changes, Infinity, ctx.signal);
+    }
+    // The output is shorter than the cut: the stream is still reset, not ended OK.
+    if (budget !== undefined) return resetAfterFlush(ctx);
   });
 
   unary('TaskExecStdinWrite', async (req, ctx) => {
@@ -161,7 +157,7 @@ export function routerMethods(deps: RouterDeps): Map<string, Method> {
     return {};
   });
 
-  return methods;
+  return table;
 }
 
 /** RST_STREAM once what was written has had a moment to leave (a reset drops unsent DATA). */
