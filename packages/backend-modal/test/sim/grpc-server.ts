@@ -2,8 +2,17 @@
 // errors before any message as trailers-only answers, and grpc-timeout honoured. Handlers get a
 // decoded request and an AbortSignal that fires when the client goes away.
 import { once, setMaxListeners } from 'node:events';
-import { constants, createSecureServer, type Http2SecureServer, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import {
+  constants,
+  createSecureServer,
+  type Http2SecureServer,
+  type Http2Session,
+  type IncomingHttpHeaders,
+  performServerHandshake,
+  type ServerHttp2Stream,
+} from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import type { Msg, SimCodec } from './codec.js';
 
 export const Code = {
@@ -124,13 +133,25 @@ export class GrpcServer {
     // A client that breaks off its TLS handshake is its own business, not a crash of the simulator.
     server.on('error', () => undefined);
     server.on('tlsClientError', () => undefined);
-    server.on('session', (session) => {
-      self.#sessions.add(session);
-      session.on('close', () => self.#sessions.delete(session));
-      session.on('error', () => undefined);
-    });
+    server.on('session', (session) => self.#adopt(session));
     server.on('stream', (stream, headers) => void self.#serve(stream, headers));
+    // A TLS client that offers no ALPN at all speaks HTTP/2 all the same: the Python SDK's router
+    // client (an unverified SSLContext without set_alpn_protocols, used for 127.0.0.1/localhost),
+    // which real Modal serves. Node's server would answer it with an HTTP/1.0 403. A client that
+    // offered http/1.1 only is not speaking gRPC and is dropped.
+    server.on('unknownProtocol', (socket) => {
+      if ((socket as TLSSocket).alpnProtocol !== false) return void socket.destroy();
+      const session = performServerHandshake(socket);
+      self.#adopt(session);
+      session.on('stream', (stream, headers) => void self.#serve(stream, headers));
+    });
     return self;
+  }
+
+  #adopt(session: Http2Session): void {
+    this.#sessions.add(session);
+    session.on('close', () => this.#sessions.delete(session));
+    session.on('error', () => undefined);
   }
 
   /** Reset every stream in flight with RST_STREAM (INTERNAL_ERROR). */
