@@ -9,6 +9,7 @@ import {
   type DefinedBackend,
   type ManagedResource,
 } from '@berth/core/backend-kit';
+import { clientIdentity } from './client-identity.js';
 import { BACKEND } from './credentials.js';
 import { planImage } from './image.js';
 import { planDockerfile } from './dockerfile-build.js';
@@ -27,6 +28,8 @@ export function createModalBackend(options: ModalBackendOptions = {}): ModalBack
   refuseRenamedOptions(options, RENAMED, BACKEND, 'createModalBackend');
   // Checked here, before any I/O; each sandbox's timeout_secs applies it.
   const lifetimeMs = modalDefaultLifetimeMs(options);
+  // Checked here too: a bad clientVersion or clientType is the caller's, before any I/O.
+  clientIdentity(options);
   // The connection and credentials, made on first use: the factory does no I/O.
   let shared: ModalShared | undefined;
   const modal = () => (shared ??= new ModalShared(options));
@@ -70,7 +73,7 @@ export function createModalBackend(options: ModalBackendOptions = {}): ModalBack
       // Built JS of this package (from src/ and dist/ alike): the guardian process cannot run TypeScript.
       guardian: () => {
         const { tokenId, tokenSecret, serverUrl } = modal().credentials;
-        const { ca, appName, environmentName } = options;
+        const { ca, appName, environmentName, clientVersion, clientType } = options;
         const config: ModalGuardianConfig = {
           tokenId,
           tokenSecret,
@@ -78,6 +81,9 @@ export function createModalBackend(options: ModalBackendOptions = {}): ModalBack
           ...(ca !== undefined ? { ca: ca.toString() } : {}),
           ...(appName !== undefined ? { appName } : {}),
           ...(environmentName !== undefined ? { environmentName } : {}),
+          // The guardian says it is the same client: a version Modal refused from the default is refused there too.
+          ...(clientVersion !== undefined ? { clientVersion } : {}),
+          ...(clientType !== undefined ? { clientType } : {}),
         };
         return { module: new URL('../dist/guardian.js', import.meta.url), config };
       },

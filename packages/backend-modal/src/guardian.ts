@@ -2,6 +2,7 @@
 // rebuilt from the credentials this process resolved (sent over the guardian's pipe), so its sweep
 // terminates a dead process's sandboxes.
 import { createModalBackend, type ModalBackend } from './backend.js';
+import type { ClientType } from './wire/index.js';
 
 export interface ModalGuardianConfig {
   tokenId: string;
@@ -10,6 +11,8 @@ export interface ModalGuardianConfig {
   ca?: string;
   appName?: string;
   environmentName?: string;
+  clientVersion?: string;
+  clientType?: ClientType;
 }
 
 export function guardianBackend(config: ModalGuardianConfig): ModalBackend {

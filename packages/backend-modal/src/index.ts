@@ -1,2 +1,3 @@
 export { createModalBackend, type ModalBackend } from './backend.js';
 export type { ModalBackendOptions } from './options.js';
+export type { ClientType } from './wire/index.js';

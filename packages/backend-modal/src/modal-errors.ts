@@ -1,4 +1,5 @@
 import { BackendAuthError, BackendUnavailableError, BerthError, ConfigError, SandboxLostError, type Operation } from '@berth/core';
+import { clientVersionRefused, isClientVersionRefusal } from './client-identity.js';
 import { BACKEND } from './credentials.js';
 import { GRPC_CODE, GrpcError } from './wire/index.js';
 
@@ -11,7 +12,8 @@ export interface ErrorContext {
  * Modal's status codes in berth's terms (the mapping is listed in the package README's wire
  * section): berth's token refused is permanent; NOT_FOUND on the sandbox or its task means it is
  * gone; RESOURCE_EXHAUSTED, UNAVAILABLE and the like are transient (the retry hint kept);
- * INVALID_ARGUMENT and FAILED_PRECONDITION are the caller's configuration. Undefined for anything
+ * INVALID_ARGUMENT and FAILED_PRECONDITION are the caller's configuration (a FAILED_PRECONDITION
+ * saying the client is too old is options.clientVersion's). Undefined for anything
  * that is not a gRPC status.
  */
 export function mapModalError(error: unknown, ctx: ErrorContext, opts: { sandboxCall?: boolean; path?: string } = {}): BerthError | undefined {
@@ -28,8 +30,11 @@ export function mapModalError(error: unknown, ctx: ErrorContext, opts: { sandbox
     case GRPC_CODE.NOT_FOUND:
       if (opts.sandboxCall) return new SandboxLostError({ ...base, message: `the Modal sandbox is gone: ${error.details}`, lastState: 'not found' });
       return new ConfigError({ ...base, path: opts.path ?? 'options', message: `Modal has no such object: ${error.details}` });
-    case GRPC_CODE.INVALID_ARGUMENT:
     case GRPC_CODE.FAILED_PRECONDITION:
+      // Modal refuses a client version it no longer serves this way: berth's identity, not the spec.
+      if (isClientVersionRefusal(error.details)) return clientVersionRefused(error.details, base);
+      return new ConfigError({ ...base, path: opts.path ?? 'spec', message: `Modal refused the request (${error.codeName}): ${error.details}` });
+    case GRPC_CODE.INVALID_ARGUMENT:
     case GRPC_CODE.OUT_OF_RANGE:
       return new ConfigError({ ...base, path: opts.path ?? 'spec', message: `Modal refused the request (${error.codeName}): ${error.details}` });
     case GRPC_CODE.RESOURCE_EXHAUSTED:

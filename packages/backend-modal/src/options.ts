@@ -1,4 +1,5 @@
 import type { CommonBackendOptions, DefaultLifetimeOption, ProbeRegistriesOption } from '@berth/core/backend-kit';
+import type { ClientType } from './wire/index.js';
 
 /**
  * Modal's options: the common ones (mirrors, creation: default 5 per second and 32 at once, as
@@ -23,4 +24,13 @@ export interface ModalBackendOptions extends CommonBackendOptions, ProbeRegistri
   configPath?: string;
   /** Where MODAL_TOKEN_ID, MODAL_TOKEN_SECRET, MODAL_SERVER_URL, MODAL_PROFILE and MODAL_CONFIG_PATH are read. Default process.env. */
   modalConfigEnv?: Record<string, string | undefined>;
+  /**
+   * Sent as x-modal-client-version: the version of Modal's Python SDK whose protocol berth speaks.
+   * Default '1.6.4', the SDK berth's wire schema is checked against. Modal's server decides by it
+   * whether to serve, warn or refuse; set it only when Modal refuses the default and names a
+   * version berth's protocol still works with (README, "Client identity").
+   */
+  clientVersion?: string;
+  /** Sent as x-modal-client-type: a ClientType name ('CLIENT_TYPE_CLIENT') or its number. Default CLIENT_TYPE_CLIENT (1), as Modal's Python SDK. */
+  clientType?: ClientType;
 }

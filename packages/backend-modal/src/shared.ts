@@ -1,16 +1,16 @@
 import type { ImageRef } from '@berth/core';
+import { clientIdentity } from './client-identity.js';
 import { resolveCredentials, type ModalCredentials } from './credentials.js';
 import { ImageBuilds } from './image.js';
 import type { ModalBackendOptions } from './options.js';
+import { serverWarning } from './server-warnings.js';
 import { ControlPlane, GrpcTransport } from './wire/index.js';
-
-const CLIENT_VERSION = '1.1.0';
 
 /** What every sandbox of one backend instance shares: the connection, the app, the image builds. Made on first use. */
 export class ModalShared {
   readonly options: ModalBackendOptions;
   readonly credentials: ModalCredentials;
-  readonly transport = new GrpcTransport();
+  readonly transport: GrpcTransport;
   readonly control: ControlPlane;
   readonly images: ImageBuilds;
   #app: Promise<string> | undefined;
@@ -18,12 +18,15 @@ export class ModalShared {
   constructor(options: ModalBackendOptions) {
     this.options = options;
     this.credentials = resolveCredentials(options);
+    const identity = clientIdentity(options);
+    this.transport = new GrpcTransport({ userAgent: identity.userAgent, onWarning: serverWarning });
     const endpoint = { origin: new URL(this.credentials.serverUrl).origin, ...(options.ca ? { ca: options.ca } : {}) };
     this.control = new ControlPlane(this.transport, {
       endpoint,
       tokenId: this.credentials.tokenId,
       tokenSecret: this.credentials.tokenSecret,
-      clientVersion: CLIENT_VERSION,
+      clientVersion: identity.version,
+      clientType: identity.type,
     });
     this.images = new ImageBuilds(this.control);
   }

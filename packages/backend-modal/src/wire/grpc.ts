@@ -37,10 +37,29 @@ export interface GrpcCallOptions {
   idleTimeoutMs?: number;
 }
 
+export interface GrpcTransportOptions {
+  /** Sent as user-agent on every call (control plane and router alike). */
+  userAgent?: string;
+  /**
+   * Each x-modal-warning the server attaches to an answer (in its trailers, or the headers of a
+   * trailers-only error), percent-decoded: Modal's non-fatal notices, e.g. a client version that
+   * will be deprecated. Called for every one; deduplicating is the caller's business.
+   */
+  onWarning?: (text: string, path: string) => void;
+}
+
+/** The header Modal attaches non-fatal notices with, one percent-encoded entry per warning. */
+export const SERVER_WARNING_HEADER = 'x-modal-warning';
+
 /** How berth talks gRPC: one HTTP/2 connection per origin, kept alive with pings. */
 export class GrpcTransport {
   readonly #clients = new Map<string, Client>();
   readonly #endpoints = new Map<string, GrpcEndpoint>();
+  readonly #options: GrpcTransportOptions;
+
+  constructor(options: GrpcTransportOptions = {}) {
+    this.#options = options;
+  }
 
   #client(endpoint: GrpcEndpoint): Client {
     let client = this.#clients.get(endpoint.origin);
@@ -92,7 +111,7 @@ export class GrpcTransport {
       );
     };
     touch();
-    const handler: Dispatcher.DispatchHandler = new CallHandler(queue, touch, call.path, abort.signal);
+    const handler: Dispatcher.DispatchHandler = new CallHandler(queue, touch, call.path, abort.signal, this.#options.onWarning);
     this.#client(endpoint).dispatch(
       {
         origin: endpoint.origin,
@@ -100,7 +119,13 @@ export class GrpcTransport {
         method: 'POST',
         // undici holds a POST back while others run (HTTP/1 pipelining safety); gRPC streams are independent.
         idempotent: true,
-        headers: { ...call.metadata, 'content-type': 'application/grpc', te: 'trailers', 'grpc-accept-encoding': 'identity' },
+        headers: {
+          ...(this.#options.userAgent ? { 'user-agent': this.#options.userAgent } : {}),
+          ...call.metadata,
+          'content-type': 'application/grpc',
+          te: 'trailers',
+          'grpc-accept-encoding': 'identity',
+        },
         body,
       } as Dispatcher.DispatchOptions,
       handler,
@@ -165,15 +190,18 @@ class CallHandler {
   readonly #touch: () => void;
   readonly #path: string;
   readonly #signal: AbortSignal;
+  readonly #onWarning: ((text: string, path: string) => void) | undefined;
   #pending: Buffer = Buffer.alloc(0);
   #headers: Record<string, string> = {};
+  #warnings: string[] = [];
   #httpStatus = 0;
 
-  constructor(queue: MessageQueue, touch: () => void, path: string, signal: AbortSignal) {
+  constructor(queue: MessageQueue, touch: () => void, path: string, signal: AbortSignal, onWarning?: (text: string, path: string) => void) {
     this.#queue = queue;
     this.#touch = touch;
     this.#path = path;
     this.#signal = signal;
+    this.#onWarning = onWarning;
   }
 
   /** dispatch() takes no signal: the abort it hands over here is how a call is cancelled (RST_STREAM). */
@@ -186,6 +214,8 @@ class CallHandler {
     this.#touch();
     this.#httpStatus = statusCode;
     this.#headers = flatHeaders(rawHeaders);
+    // A trailers-only answer (a failed call) carries its metadata here.
+    this.#warnings.push(...headerValues(rawHeaders, SERVER_WARNING_HEADER));
     return true;
   }
 
@@ -209,6 +239,7 @@ class CallHandler {
   onComplete(declared: string[] | null): void {
     const trailers = declared as unknown as Record<string, string | string[] | undefined> | string[] | null;
     const all = { ...this.#headers, ...(trailers && !Array.isArray(trailers) ? stringValues(trailers) : flatHeaders(trailers ?? [])) };
+    this.#warn([...this.#warnings, ...headerValues(trailers ?? [], SERVER_WARNING_HEADER)]);
     const status = all['grpc-status'];
     if (status === undefined) {
       // A 200 that ends without a status was cut on the way (a reset stream); another status came from a proxy.
@@ -228,7 +259,19 @@ class CallHandler {
     this.#queue.finish(new GrpcError(code, decodeMessageText(all['grpc-message'] ?? ''), retryAfterMs(all['grpc-status-details-bin'])));
   }
 
+  /**
+   * Each warning once per answer (one that came in the headers and again in the trailers is one).
+   * Node joins a repeated header's entries with ', ': each entry is percent-encoded (its own commas
+   * and spaces escaped), so splitting at the commas gives the entries back.
+   */
+  #warn(values: readonly string[]): void {
+    if (!this.#onWarning) return;
+    const texts = values.flatMap((v) => v.split(',')).map((e) => decodeMessageText(e.trim()));
+    for (const text of new Set(texts)) if (text.trim()) this.#onWarning(text, this.#path);
+  }
+
   onError(error: Error): void {
+    this.#warn(this.#warnings);
     const reason = this.#signal.aborted ? this.#signal.reason : error;
     this.#queue.finish(GrpcError.isInstance(reason) ? reason : GrpcError.fromTransport(reason, this.#path));
   }
@@ -241,6 +284,17 @@ function asError(reason: unknown): Error {
 function flatHeaders(raw: ReadonlyArray<Buffer | string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (let i = 0; i + 1 < raw.length; i += 2) out[String(raw[i]).toLowerCase()] = String(raw[i + 1]);
+  return out;
+}
+
+/** Every value of one header, from undici's flat array or Node's object (a repeated header is an array there). */
+function headerValues(raw: ReadonlyArray<Buffer | string> | Record<string, string | string[] | undefined>, name: string): string[] {
+  const out: string[] = [];
+  if (Array.isArray(raw)) {
+    for (let i = 0; i + 1 < raw.length; i += 2) if (String(raw[i]).toLowerCase() === name) out.push(String(raw[i + 1]));
+    return out;
+  }
+  for (const [key, value] of Object.entries(raw)) if (key.toLowerCase() === name && value !== undefined) out.push(...(Array.isArray(value) ? value : [value]));
   return out;
 }
 

@@ -1,10 +1,13 @@
 // The wire layer: the only code that knows Modal's protocol (RPC names, message shapes, gRPC over
 // HTTP/2). The rest of the backend talks to it through these names.
-export { GrpcTransport, type GrpcEndpoint } from './grpc.js';
+export { GrpcTransport, SERVER_WARNING_HEADER, type GrpcEndpoint, type GrpcTransportOptions } from './grpc.js';
 export { GRPC_CODE, GrpcError, type GrpcCodeName } from './grpc-status.js';
 export {
+  CLIENT_TYPE_NAMES,
   ControlPlane,
   LONG_POLL_SECS,
+  clientTypeNumber,
+  type ClientType,
   type ControlPlaneConfig,
   type GenericResult,
   type ImageBuildUpdate,

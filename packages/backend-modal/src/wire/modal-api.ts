@@ -1,7 +1,7 @@
 // Modal's control plane as berth uses it: one method per RPC, in berth's words. Everything that
 // knows an RPC's name or a message's shape is in src/wire/, so a change in Modal's protocol is a
 // change here.
-import type { MessageValue } from './schema.js';
+import { SCHEMA, type EnumValue, type MessageValue } from './schema.js';
 import { RpcCaller, type CallContext, type RetryPolicy } from './calls.js';
 import type { GrpcEndpoint, GrpcTransport } from './grpc.js';
 
@@ -14,12 +14,27 @@ export type RegistryAuthType = 'REGISTRY_AUTH_TYPE_AWS' | 'REGISTRY_AUTH_TYPE_GC
 export const LONG_POLL_SECS = 55;
 const LONG_POLL_IDLE_MS = (LONG_POLL_SECS + 30) * 1000;
 
+/** Modal's ClientType: a name of the enum (CLIENT_TYPE_CLIENT) or its number. */
+export type ClientType = EnumValue<'ClientType'>;
+
+/** A ClientType's number, or undefined when the name is not one of the enum's. */
+export function clientTypeNumber(type: ClientType | string): number | undefined {
+  if (typeof type === 'number') return type;
+  const values: Record<string, number> = SCHEMA.ClientType.enum;
+  return Object.hasOwn(values, type) ? values[type] : undefined;
+}
+
+/** The ClientType names Modal's protocol has, for messages. */
+export const CLIENT_TYPE_NAMES: readonly string[] = Object.keys(SCHEMA.ClientType.enum);
+
 export interface ControlPlaneConfig {
   endpoint: GrpcEndpoint;
   tokenId: string;
   tokenSecret: string;
-  /** Sent as x-modal-client-version. */
+  /** Sent as x-modal-client-version: the version of Modal's client whose protocol berth speaks. */
   clientVersion: string;
+  /** Sent as x-modal-client-type (its number). */
+  clientType: number;
   retry?: RetryPolicy;
 }
 
@@ -43,7 +58,7 @@ export class ControlPlane {
     const metadata = {
       'x-modal-token-id': this.#config.tokenId,
       'x-modal-token-secret': this.#config.tokenSecret,
-      'x-modal-client-type': '1', // CLIENT_TYPE_CLIENT
+      'x-modal-client-type': String(this.#config.clientType),
       'x-modal-client-version': this.#config.clientVersion,
     };
     return { endpoint: this.#config.endpoint, metadata: async () => metadata, ...(signal ? { signal } : {}), ...(idleTimeoutMs ? { idleTimeoutMs } : {}) };

@@ -42,6 +42,20 @@ export const SCHEMA = {
       OBJECT_CREATION_TYPE_EPHEMERAL: 5,
     },
   },
+  ClientType: {
+    package: 'modal.client',
+    enum: {
+      CLIENT_TYPE_UNSPECIFIED: 0,
+      CLIENT_TYPE_CLIENT: 1,
+      CLIENT_TYPE_WORKER: 2,
+      CLIENT_TYPE_CONTAINER: 3,
+      CLIENT_TYPE_WEB_SERVER: 5,
+      CLIENT_TYPE_NOTEBOOK_KERNEL: 6,
+      CLIENT_TYPE_LIBMODAL: 7,
+      CLIENT_TYPE_LIBMODAL_JS: 8,
+      CLIENT_TYPE_LIBMODAL_GO: 9,
+    },
+  },
   EnvironmentGetOrCreateRequest: {
     package: 'modal.client',
     fields: {
