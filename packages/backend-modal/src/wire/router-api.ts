@@ -6,20 +6,13 @@ import { GRPC_CODE, GrpcError } from './grpc-status.js';
 import type { GrpcTransport } from './grpc.js';
 import { LONG_POLL_SECS } from './modal-api.js';
 import type { MessageValue } from './schema.js';
+import { execStartRequest, type ExecStart } from './exec-start.js';
+
+export type { ExecStart } from './exec-start.js';
 
 export interface RouterAccess {
   jwt: string;
   url: string;
-}
-
-export interface ExecStart {
-  execId: string;
-  argv: readonly string[];
-  env: Record<string, string>;
-  workdir?: string;
-  timeoutSecs?: number;
-  /** A pseudo-terminal of this size: Modal's pty_info. Its output then all comes on stdout. */
-  pty?: { rows: number; cols: number; term: string };
 }
 
 /** How a process ended: an exit code or a signal number. */
@@ -64,30 +57,7 @@ export class TaskRouter {
 
   /** Start a process. The exec id is berth's, so a retried start that got through answers ALREADY_EXISTS. */
   async start(exec: ExecStart, signal?: AbortSignal): Promise<void> {
-    const request = {
-      task_id: this.#taskId,
-      exec_id: exec.execId,
-      command_args: [...exec.argv],
-      stdout_config: 'TASK_EXEC_STDOUT_CONFIG_PIPE' as const,
-      stderr_config: 'TASK_EXEC_STDERR_CONFIG_PIPE' as const,
-      env: exec.env,
-      ...(exec.workdir ? { workdir: exec.workdir } : {}),
-      ...(exec.timeoutSecs ? { timeout_secs: exec.timeoutSecs } : {}),
-      // As Modal's SDKs ask for a pty (Go and JS: defaultSandboxPTYInfo; Python: get_pty_info).
-      ...(exec.pty
-        ? {
-            pty_info: {
-              enabled: true,
-              winsz_rows: exec.pty.rows,
-              winsz_cols: exec.pty.cols,
-              env_term: exec.pty.term,
-              env_colorterm: 'truecolor',
-              pty_type: 'PTY_TYPE_SHELL' as const,
-              no_terminate_on_idle_stdin: true,
-            },
-          }
-        : {}),
-    };
+    const request = execStartRequest(this.#taskId, exec);
     try {
       await this.#authorized((ctx) => this.#rpc.unary('TaskExecStart', 'TaskExecStartRequest', request, 'TaskExecStartResponse', ctx), signal);
     } catch (error) {

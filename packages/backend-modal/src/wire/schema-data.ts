@@ -88,6 +88,19 @@ export const SCHEMA = {
       metadata: { number: 2, type: 'SecretMetadata' },
     },
   },
+  SecretSource: {
+    package: 'modal.client',
+    fields: {
+      secret_id: { number: 1, type: 'string', oneof: 'source' },
+      env: { number: 2, type: 'StringMap', oneof: 'source' },
+    },
+  },
+  StringMap: {
+    package: 'modal.client',
+    fields: {
+      contents: { number: 1, type: 'map<string,string>' },
+    },
+  },
   ImageGetOrCreateRequest: {
     package: 'modal.client',
     fields: {
@@ -422,6 +435,7 @@ export const SCHEMA = {
       runtime_debug: { number: 10, type: 'bool' },
       container_id: { number: 11, type: 'string' },
       env: { number: 12, type: 'map<string,string>' },
+      secret_sources: { number: 13, type: 'modal.client.SecretSource', label: 'repeated' },
     },
   },
   TaskExecStartResponse: {
