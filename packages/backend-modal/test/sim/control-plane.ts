@@ -1,4 +1,5 @@
-// The ModalClient service: apps, secrets, images, sandboxes and router access. Calls that create
+// The ModalClient service: apps, secrets (secrets.ts), images, V1 sandboxes and router access, the
+// workspace RPCs (workspace.ts) and the V2 sandboxes (sandboxes-v2.ts). Calls that create
 // something are idempotent per x-idempotency-key: a retry gets the first attempt's answer.
 import type { SimCodec } from './codec.js';
 import type { Faults } from './faults.js';
@@ -8,19 +9,19 @@ import { type Handler, MethodTable } from './methods.js';
 import type { Mounts } from './mounts.js';
 import type { RouterTokens } from './router-tokens.js';
 import type { Sandboxes } from './sandboxes.js';
+import { listSandboxes } from './sandbox-list.js';
+import { sandboxV2Methods, setTags } from './sandboxes-v2.js';
+import { type Secret, secretMethods } from './secrets.js';
 import { newId } from './util.js';
+import { type WorkspaceDeps, workspaceMethods } from './workspace.js';
 
 export const CONTROL_PLANE = 'modal.client.ModalClient';
 const SERVICE = CONTROL_PLANE;
 const RETRY_POLICY_URL = 'type.googleapis.com/modal.client.RPCRetryPolicy';
 
-export interface Secret {
-  id: string;
-  name?: string;
-  env: Record<string, string>;
-}
+export type { Secret };
 
-export interface ControlPlaneDeps {
+export interface ControlPlaneDeps extends WorkspaceDeps {
   codec: SimCodec;
   images: Images;
   mounts: Mounts;
@@ -55,31 +56,7 @@ export function controlPlaneMethods(deps: ControlPlaneDeps): MethodTable {
     true,
   );
 
-  unary(
-    'SecretGetOrCreate',
-    (req) => {
-      const name = String(req.deployment_name ?? '');
-      const type = String(req.object_creation_type ?? 'OBJECT_CREATION_TYPE_UNSPECIFIED');
-      const env = (req.env_dict ?? {}) as Record<string, string>;
-      let secret: Secret | undefined;
-      if (type === 'OBJECT_CREATION_TYPE_EPHEMERAL' || type === 'OBJECT_CREATION_TYPE_ANONYMOUS_OWNED_BY_APP') {
-        secret = { id: newId('st'), env: { ...env } };
-        secrets.set(secret.id, secret);
-      } else {
-        if (!name) throw new RpcError(Code.INVALID_ARGUMENT, 'deployment_name is required for a named secret');
-        secret = [...secrets.values()].find((s) => s.name === name);
-        if (!secret && type !== 'OBJECT_CREATION_TYPE_UNSPECIFIED') {
-          secret = { id: newId('st'), name, env: { ...env } };
-          secrets.set(secret.id, secret);
-        }
-        if (!secret) throw new RpcError(Code.NOT_FOUND, `Secret '${name}' not found`);
-      }
-      const missing = ((req.required_keys ?? []) as string[]).filter((k) => !(k in secret.env));
-      if (missing.length > 0) throw new RpcError(Code.FAILED_PRECONDITION, `Secret '${secret.name ?? secret.id}' is missing key(s): ${missing.join(', ')}`);
-      return { secret_id: secret.id };
-    },
-    true,
-  );
+  secretMethods(table, secrets);
 
   unary('MountPutFile', (req) => mounts.putFile(req));
   unary('MountGetOrCreate', (req) => mounts.getOrCreate(req), true);
@@ -96,15 +73,28 @@ export function controlPlaneMethods(deps: ControlPlaneDeps): MethodTable {
     },
     true,
   );
-  unary('SandboxGetTaskId', (req, ctx) => sandboxes.getTaskId(req, ctx));
-  unary('SandboxWait', (req, ctx) => sandboxes.wait(req, ctx));
-  unary('SandboxTerminate', (req) => sandboxes.terminate(req));
-  unary('SandboxList', (req) => sandboxes.list(req));
+  unary('SandboxGetTaskId', (req, ctx) => sandboxes.getTaskId(req, ctx, 1));
+  unary('SandboxWait', (req, ctx) => sandboxes.wait(req, ctx, 1));
+  unary('SandboxTerminate', (req) => sandboxes.terminate(req, 1));
+  unary('SandboxList', (req) => listSandboxes(sandboxes.all(), req, [1]));
+  unary('SandboxTagsGet', (req) => ({ tags: sandboxes.get(String(req.sandbox_id ?? ''), 1).tags }));
+  table.unary('SandboxTagsSet', (req) => setTags(sandboxes, req.sandbox_id, req.tags, 1), { response: 'google.protobuf.Empty' });
 
   unary('TaskGetCommandRouterAccess', (req) => {
     const taskId = String(req.task_id ?? '');
-    sandboxes.byTask(taskId);
+    sandboxes.byTask(taskId, { version: 1 });
     return { jwt: deps.tokens.issue(taskId), url: deps.routerUrl() };
+  });
+
+  workspaceMethods(table, deps);
+  sandboxV2Methods(table, {
+    sandboxes,
+    faults,
+    authTokens: deps.authTokens,
+    routerTokens: deps.tokens,
+    routerUrl: deps.routerUrl,
+    secretEnv: (id) => secrets.get(id)?.env,
+    rateLimited: (secs) => rateLimited(codec, secs),
   });
 
   return table;

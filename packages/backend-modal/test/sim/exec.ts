@@ -5,6 +5,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
+import { demuxer } from './docker-stream.js';
 import { Code, RpcError } from './grpc-server.js';
 import { Changes } from './util.js';
 
@@ -94,22 +95,12 @@ export class ExecProcess {
         : req.stdout === 'pipe'
           ? this.stdout
           : undefined;
-    let pending: Buffer = Buffer.alloc(0);
+    const demux = demuxer((stream, payload) => target(stream)?.push(payload));
     socket.on('data', (chunk: Buffer) => {
       // A terminal's output is one raw stream, not framed.
       if (this.#tty) {
         if (req.stdout === 'pipe') this.stdout.push(Buffer.from(chunk));
-        this.changes.notify();
-        return;
-      }
-      // Docker's framing: 8-byte header (stream id, 3 zero bytes, big-endian length), payload.
-      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
-      while (pending.length >= 8 && pending.length >= 8 + pending.readUInt32BE(4)) {
-        const size = pending.readUInt32BE(4);
-        const out = target(pending[0] ?? 1);
-        if (size > 0 && out) out.push(Buffer.from(pending.subarray(8, 8 + size)));
-        pending = pending.subarray(8 + size);
-      }
+      } else demux(chunk);
       this.changes.notify();
     });
     const ended = () => {

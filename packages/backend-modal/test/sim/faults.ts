@@ -1,11 +1,13 @@
 // What a test can make go wrong, the way it goes wrong on Modal. Counted faults apply to the next
 // N matching calls and are used up by them; the others act at once or stay until changed.
+import type { ClientVersionPolicy } from './client-version.js';
 import { RpcError } from './grpc-server.js';
 
 export interface FaultTargets {
   vanish(sandboxId: string): Promise<void>;
   evict(sandboxId: string): Promise<void>;
   expireRouterJwts(): void;
+  expireAuthTokens(): void;
   resetConnections(mode: 'rst' | 'goaway'): void;
 }
 
@@ -23,6 +25,7 @@ export class Faults {
   #slowMs = 0;
   #failures: Failure[] = [];
   #killsAs: 'FAILURE' | 'INTERNAL_FAILURE' = 'FAILURE';
+  #clientVersion: ClientVersionPolicy = {};
 
   constructor(readonly targets: FaultTargets) {}
 
@@ -54,6 +57,28 @@ export class Faults {
   /** Every router JWT issued so far is refused (UNAUTHENTICATED) from now on. */
   expireRouterJwts(): void {
     this.targets.expireRouterJwts();
+  }
+
+  /** Every x-modal-auth-token issued so far is refused (UNAUTHENTICATED) from now on; AuthTokenGet gives new ones. */
+  expireAuthTokens(): void {
+    this.targets.expireAuthTokens();
+  }
+
+  /**
+   * Control-plane calls from a client older than `minimum` (x-modal-client-version, compared
+   * numerically part by part; a client that sends none counts as older) answer FAILED_PRECONDITION
+   * "The client version (X) is too old. Please update (pip install --upgrade modal)."; undefined
+   * lifts it.
+   */
+  requireClientVersion(minimum: string | undefined): void {
+    const { minimum: _, ...rest } = this.#clientVersion;
+    this.#clientVersion = minimum === undefined ? rest : { ...rest, minimum };
+  }
+
+  /** Every control-plane answer carries this in x-modal-warning (a deprecation notice, say); undefined stops it. */
+  warnClients(message: string | undefined): void {
+    const { warning: _, ...rest } = this.#clientVersion;
+    this.#clientVersion = message === undefined ? rest : { ...rest, warning: message };
   }
 
   /** Long polls (SandboxWait, SandboxGetTaskId, TaskExecWait, ImageJoinStreaming) answer only after `ms`; 0 turns it off. */
@@ -105,6 +130,10 @@ export class Faults {
 
   get slowLongPollMs(): number {
     return this.#slowMs;
+  }
+
+  get clientVersionPolicy(): ClientVersionPolicy {
+    return this.#clientVersion;
   }
 
   get killsAs(): 'FAILURE' | 'INTERNAL_FAILURE' {

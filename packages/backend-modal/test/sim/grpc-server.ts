@@ -60,6 +60,8 @@ export interface CallContext {
   raw: Uint8Array;
   /** The HTTP/2 stream itself: faults act on the transport. */
   stream: ServerHttp2Stream;
+  /** Extra trailing metadata for the answer, OK or not (e.g. x-modal-warning); ASCII values. */
+  trailers: Record<string, string>;
 }
 
 export interface Method {
@@ -75,6 +77,9 @@ export interface CallRecord {
   idempotencyKey?: string;
   /** Set when the stream was reset rather than ended with a status. */
   reset?: true;
+  /** x-modal-client-type and x-modal-client-version as the client sent them (Modal's SDKs send both). */
+  clientType?: string;
+  clientVersion?: string;
 }
 
 export interface GrpcServerOptions {
@@ -175,6 +180,9 @@ export class GrpcServer {
     const path = String(headers[':path'] ?? '');
     const key = headers['x-idempotency-key'];
     const record: CallRecord = { path, code: Code.OK, ...(typeof key === 'string' ? { idempotencyKey: key } : {}) };
+    const { 'x-modal-client-type': clientType, 'x-modal-client-version': clientVersion } = headers;
+    if (typeof clientType === 'string') record.clientType = clientType;
+    if (typeof clientVersion === 'string') record.clientVersion = clientVersion;
     const abort = new AbortController();
     const onClose = () => abort.abort(new Error('stream closed'));
     stream.on('close', onClose);
@@ -182,6 +190,7 @@ export class GrpcServer {
     const stopOnClose = () => abort.abort(new Error('simulator closing'));
     this.#closing.signal.addEventListener('abort', stopOnClose);
     let headersSent = false;
+    const extraTrailers: Record<string, string> = {};
     const respondHeaders = () => {
       if (headersSent) return;
       headersSent = true;
@@ -194,7 +203,7 @@ export class GrpcServer {
         if (code === Code.OK) record.code = Code.INTERNAL;
         return;
       }
-      const status: Record<string, string> = { 'grpc-status': String(code) };
+      const status: Record<string, string> = { ...extraTrailers, 'grpc-status': String(code) };
       if (message) status['grpc-message'] = percentEncode(message);
       if (details) status['grpc-status-details-bin'] = Buffer.from(details).toString('base64').replace(/=+$/, '');
       if (!headersSent) {
@@ -210,7 +219,16 @@ export class GrpcServer {
       const method = this.options.methods.get(path);
       if (!method) throw new RpcError(Code.UNIMPLEMENTED, `Method ${path} is not implemented by the simulator`);
       const raw = singleMessage(body);
-      const ctx: CallContext = { path, method: path.split('/').pop() ?? '', headers, signal: abort.signal, deadline: deadlineOf(headers), raw, stream };
+      const ctx: CallContext = {
+        path,
+        method: path.split('/').pop() ?? '',
+        headers,
+        signal: abort.signal,
+        deadline: deadlineOf(headers),
+        raw,
+        stream,
+        trailers: extraTrailers,
+      };
       if (record.idempotencyKey !== undefined) ctx.idempotencyKey = record.idempotencyKey;
       await this.options.before(ctx);
       let request: Msg;

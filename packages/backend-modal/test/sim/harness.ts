@@ -8,8 +8,22 @@ import { RawClient, type CallResult } from './raw-client.js';
 const CP = '/modal.client.ModalClient';
 const ROUTER = '/modal.task_command_router.TaskCommandRouter';
 
+/** V2 RPCs whose messages are V1's (or Empty): [request, response]. */
+const V2_MESSAGES: Record<string, [string, string]> = {
+  SandboxGetTaskIdV2: ['SandboxGetTaskIdRequest', 'SandboxGetTaskIdResponse'],
+  SandboxWaitV2: ['SandboxWaitRequest', 'SandboxWaitResponse'],
+  SandboxTerminateV2: ['SandboxTerminateRequest', 'SandboxTerminateResponse'],
+  SandboxListV2: ['SandboxListRequest', 'SandboxListResponse'],
+  SandboxTagsGetV2: ['SandboxTagsGetRequest', 'SandboxTagsGetResponse'],
+  SandboxTagsSetV2: ['SandboxTagsSetRequest', 'google.protobuf.Empty'],
+  SandboxTagsSet: ['SandboxTagsSetRequest', 'google.protobuf.Empty'],
+  ClientHello: ['google.protobuf.Empty', 'ClientHelloResponse'],
+};
+const full = (name: string) => (name.includes('.') ? name : `modal.client.${name}`);
+
 export class Harness {
   readonly client: RawClient;
+  #authToken?: string;
 
   constructor(
     readonly sim: ModalSimulator,
@@ -19,7 +33,47 @@ export class Harness {
   }
 
   cp(rpc: string, msg: Msg | Uint8Array, headers: Record<string, string> = {}): Promise<CallResult> {
-    return this.client.call(`${CP}/${rpc}`, `modal.client.${rpc}Request`, `modal.client.${rpc}Response`, msg, headers);
+    const [request, response] = V2_MESSAGES[rpc] ?? [`${rpc}Request`, `${rpc}Response`];
+    return this.client.call(`${CP}/${rpc}`, full(request), full(response), msg, headers);
+  }
+
+  /** An x-modal-auth-token from AuthTokenGet, fetched once. */
+  async authToken(): Promise<string> {
+    this.#authToken ??= String((await this.ok('AuthTokenGet', {})).token);
+    return this.#authToken;
+  }
+
+  /** A V2 RPC, with the auth token it needs. */
+  async v2(rpc: string, msg: Msg, headers: Record<string, string> = {}): Promise<CallResult> {
+    return this.cp(rpc, msg, { 'x-modal-auth-token': await this.authToken(), ...headers });
+  }
+
+  async v2Ok(rpc: string, msg: Msg): Promise<Msg> {
+    return only(await this.v2(rpc, msg), rpc);
+  }
+
+  /** SandboxCreateV2 on busybox-like images: `sleep 600` unless the definition says otherwise. */
+  async sandboxV2(appId: string, imageId: string, definition: Msg = {}, extra: Msg = {}): Promise<string> {
+    const def = { entrypoint_args: ['sh', '-c', 'sleep 600'], image_id: imageId, timeout_secs: 120, ...definition };
+    return String((await this.v2Ok('SandboxCreateV2', { app_id: appId, definition: def, ...extra })).sandbox_id);
+  }
+
+  /** Loops SandboxWaitV2 (10 s long polls, as the SDK's wait) until the result. */
+  async resultV2(sandboxId: string): Promise<Msg> {
+    for (;;) {
+      const r = await this.v2Ok('SandboxWaitV2', { sandbox_id: sandboxId, timeout: 10 });
+      if (r.result) return r.result as Msg;
+    }
+  }
+
+  /** Polls SandboxGetTaskIdV2 as the SDK does (it answers at once) until a task id comes. */
+  async taskIdV2(sandboxId: string): Promise<Msg> {
+    for (let i = 0; i < 600; i++) {
+      const r = await this.v2Ok('SandboxGetTaskIdV2', { sandbox_id: sandboxId });
+      if (r.task_id || r.task_result) return r;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`no task for ${sandboxId}`);
   }
 
   router(rpc: string, msg: Msg, jwt: string, origin?: RawClient): Promise<CallResult> {

@@ -3,6 +3,8 @@
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { testCa } from '../support/test-ca.js';
+import { AuthTokens } from './auth-tokens.js';
+import { checkClientVersion } from './client-version.js';
 import { SimCodec, type Msg } from './codec.js';
 import { checkToken, controlPlaneMethods, type Secret } from './control-plane.js';
 import { Faults } from './faults.js';
@@ -18,6 +20,7 @@ import { newId } from './util.js';
 export { Code, RpcError, type CallRecord } from './grpc-server.js';
 export { SimCodec, type Msg } from './codec.js';
 export { IMAGE_REPO, imageTag } from './images.js';
+export { sandboxVersionOf } from './sandbox-ids.js';
 
 /** The label every container the simulator makes carries (value: the sandbox or image id). */
 export const SIM_LABEL = 'berth.modal-sim';
@@ -32,6 +35,12 @@ export interface ModalSimulatorOptions {
   separateRouter?: boolean;
   /** Lifetime of router JWTs (their `exp`); default 3600 s. */
   routerJwtTtlSecs?: number;
+  /** Lifetime of AuthTokenGet's tokens (x-modal-auth-token, needed by V2 RPCs); default 3600 s. */
+  authTokenTtlSecs?: number;
+  /** EnvironmentSettings.image_builder_version (and ClientHello's); default "2025.06". */
+  imageBuilderVersion?: string;
+  /** Clients older than this (x-modal-client-version) are refused: FAILED_PRECONDITION (faults.requireClientVersion). */
+  minimumClientVersion?: string;
 }
 
 export class ModalSimulator {
@@ -50,6 +59,8 @@ export class ModalSimulator {
   readonly #secrets = new Map<string, Secret>();
   readonly #apps = new Map<string, string>();
   readonly #tokens: RouterTokens;
+  readonly #authTokens: AuthTokens;
+  readonly #imageBuilderVersion: string;
   readonly #images: Images;
   readonly #sandboxes: Sandboxes;
   #servers: GrpcServer[] = [];
@@ -61,10 +72,13 @@ export class ModalSimulator {
     this.ca = testCa().ca;
     this.#longPollMs = opts.longPollMs ?? 55_000;
     this.#tokens = new RouterTokens(opts.routerJwtTtlSecs ?? 3600);
+    this.#authTokens = new AuthTokens(opts.authTokenTtlSecs ?? 3600);
+    this.#imageBuilderVersion = opts.imageBuilderVersion ?? '2025.06';
     this.faults = new Faults({
       vanish: (id) => this.#sandboxes.vanish(id),
       evict: (id) => this.#sandboxes.evict(id),
       expireRouterJwts: () => this.#tokens.expireAll(),
+      expireAuthTokens: () => this.#authTokens.expireAll(),
       resetConnections: (mode) => {
         for (const server of this.#servers)
           if (mode === 'rst') server.resetStreams();
@@ -87,6 +101,7 @@ export class ModalSimulator {
       killsAs: () => this.faults.killsAs,
       cpus,
     });
+    if (opts.minimumClientVersion !== undefined) this.faults.requireClientVersion(opts.minimumClientVersion);
   }
 
   static async start(opts: ModalSimulatorOptions = {}): Promise<ModalSimulator> {
@@ -128,6 +143,11 @@ export class ModalSimulator {
     for (const [id, s] of this.#secrets) if (s.name === name) this.#secrets.delete(id);
     const id = newId('st');
     this.#secrets.set(id, { id, name, env: { ...env } });
+  }
+
+  /** How many auth tokens AuthTokenGet has handed out (clients cache them). */
+  get authTokensIssued(): number {
+    return this.#authTokens.issuedCount;
   }
 
   /** Ids of sandboxes that have not ended. */
@@ -196,6 +216,8 @@ export class ModalSimulator {
       secrets: this.#secrets,
       apps: this.#apps,
       routerUrl: () => this.routerUrl,
+      authTokens: this.#authTokens,
+      imageBuilderVersion: () => this.#imageBuilderVersion,
     });
     const router = routerMethods({
       sandboxes: this.#sandboxes,
@@ -213,7 +235,11 @@ export class ModalSimulator {
         before: (ctx) => {
           const failure = this.faults.takeFailure(ctx.path);
           if (failure) throw failure;
-          if (ctx.path.startsWith('/modal.client.ModalClient/')) checkToken(ctx, this.tokenId, this.tokenSecret);
+          if (ctx.path.startsWith('/modal.client.ModalClient/')) {
+            // A client too old is told so whatever its credentials.
+            checkClientVersion(ctx, this.faults.clientVersionPolicy);
+            checkToken(ctx, this.tokenId, this.tokenSecret);
+          }
         },
         onCall: (record) => this.calls.push(record),
       });

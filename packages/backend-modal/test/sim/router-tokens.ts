@@ -1,10 +1,9 @@
 // The JWTs TaskGetCommandRouterAccess hands out: real three-part tokens with an `exp` claim (Modal's
 // clients read it to refresh early), valid only for their task, and only as long as the simulator
 // remembers issuing them.
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Code, RpcError } from './grpc-server.js';
-
-const b64url = (data: string | Buffer) => Buffer.from(data).toString('base64url');
+import { signJwt } from './jwt.js';
 
 interface Issued {
   taskId: string;
@@ -20,8 +19,7 @@ export class RouterTokens {
 
   issue(taskId: string): string {
     const exp = Math.floor(Date.now() / 1000) + this.ttlSecs;
-    const head = `${b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }))}.${b64url(JSON.stringify({ sub: taskId, task_id: taskId, exp, jti: randomBytes(8).toString('hex') }))}`;
-    const jwt = `${head}.${b64url(createHmac('sha256', this.#key).update(head).digest())}`;
+    const jwt = signJwt(this.#key, { sub: taskId, task_id: taskId, exp, jti: randomBytes(8).toString('hex') });
     this.#issued.set(jwt, { taskId, exp, revoked: false });
     return jwt;
   }

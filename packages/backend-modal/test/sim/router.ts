@@ -1,6 +1,7 @@
 // The TaskCommandRouter service: exec start, stdio reads from any offset, offset-ordered stdin,
-// wait and poll, and the task's network policy (network.ts). Every call needs a router JWT for the
-// task, and a sandbox that is still running.
+// wait and poll, the task's network policy (network.ts), and a V2 sandbox's own stdio
+// (router-stdio.ts). Every call needs a router JWT for the task, and a sandbox that is still
+// running (reading a V2 sandbox's output excepted).
 import { constants } from 'node:http2';
 import type { Msg } from './codec.js';
 import { ExecProcess, type ExecRequest, type ExitStatus } from './exec.js';
@@ -8,8 +9,10 @@ import type { Faults } from './faults.js';
 import { setNetworkAccess } from './network.js';
 import { Code, RpcError, type CallContext } from './grpc-server.js';
 import { type Handler, MethodTable } from './methods.js';
+import { routerStdioMethods } from './router-stdio.js';
 import type { RouterTokens } from './router-tokens.js';
 import type { SandboxRecord, Sandboxes } from './sandboxes.js';
+import { resolveSecretSources, type SecretEnv } from './secret-sources.js';
 import { engineMessage, sleep, statusCodeOf, waitFor } from './util.js';
 
 /** The most bytes of command arguments an exec may have. */
@@ -24,7 +27,7 @@ export interface RouterDeps {
   sandboxes: Sandboxes;
   tokens: RouterTokens;
   faults: Faults;
-  secretEnv: (secretId: string) => Record<string, string> | undefined;
+  secretEnv: SecretEnv;
   longPollMs: () => number;
 }
 
@@ -78,6 +81,8 @@ export function routerMethods(deps: RouterDeps): MethodTable {
       if (!secret) throw new RpcError(Code.NOT_FOUND, `Secret ${s} not found`);
       for (const [k, v] of Object.entries(secret)) env.push(`${k}=${v}`);
     }
+    // Where Modal's Python SDK puts an exec's env and secrets.
+    env.push(...resolveSecretSources(req.secret_sources, deps.secretEnv));
     const spec: ExecRequest = {
       argv: args,
       env,
@@ -157,6 +162,7 @@ export function routerMethods(deps: RouterDeps): MethodTable {
     return {};
   });
 
+  routerStdioMethods(table, { sandboxes, tokens: deps.tokens });
   return table;
 }
 

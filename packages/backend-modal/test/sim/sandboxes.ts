@@ -1,16 +1,22 @@
 // Sandboxes as real containers: SandboxCreate answers at once and the container starts behind it
 // (SandboxGetTaskId waits for it), the sandbox ends when its entrypoint exits, its timeout passes,
 // it is terminated, or a fault ends it; an ended sandbox's container is removed straight away.
+// V1 and V2 sandboxes (SandboxCreate / SandboxCreateV2) live side by side; each family of RPCs
+// serves only its own (sandbox-ids.ts says why).
 import type Docker from 'dockerode';
 import type { Msg } from './codec.js';
 import type { ExecProcess } from './exec.js';
 import { Code, RpcError, type CallContext } from './grpc-server.js';
 import type { Images } from './images.js';
-import { createdNetwork, networkMode, settleNetwork, type SandboxNetwork } from './network.js';
+import { createdNetwork, settleNetwork, type SandboxNetwork } from './network.js';
+import { newSandboxId, notFound, type SandboxVersion } from './sandbox-ids.js';
+import { containerSpec, GPU_TYPES } from './container-spec.js';
+import { SandboxStdio } from './sandbox-stdio.js';
 import { Changes, engineMessage, newId, sleep, Status, waitFor, type GenericResult } from './util.js';
 
 export interface SandboxRecord {
   id: string;
+  version: SandboxVersion;
   appId: string;
   name?: string;
   tags: Array<{ tag_name: string; tag_value: string }>;
@@ -35,6 +41,18 @@ export interface SandboxRecord {
   /** Set when the sandbox starts to end; `state` becomes 'ended' once its container is gone. */
   ending?: GenericResult;
   ended?: Promise<void>;
+  /** Environment from V2 secret_sources (secret ids and inline maps), after the definition's secrets. */
+  sourceEnv: string[];
+  /** A V2 sandbox's own stdio, attached before its container starts (sandbox-stdio.ts). */
+  stdio?: SandboxStdio;
+  startedAt?: number;
+  finishedAt?: number;
+}
+
+export interface CreateOptions {
+  version?: SandboxVersion;
+  /** KEY=value entries from V2 secret_sources, already resolved. */
+  sourceEnv?: string[];
 }
 
 export interface SandboxDeps {
@@ -50,29 +68,8 @@ export interface SandboxDeps {
 }
 
 const FETCH_SPEC = 'FetchSpec failed: loading container: file does not exist';
-/**
- * GPU types Modal takes (its GPU docs; the type upper-cased as its client sends it). This machine
- * has no GPUs: a sandbox asking for them runs without, its GPU config recorded for tests to read.
- */
-const GPU_TYPES = new Set([
-  'ANY',
-  'T4',
-  'L4',
-  'A10',
-  'A10G',
-  'L40S',
-  'A100',
-  'A100-40GB',
-  'A100-80GB',
-  'RTX-PRO-6000',
-  'H100',
-  'H100!',
-  'H200',
-  'B200',
-  'B200+',
-]);
 /** Modal's default sandbox lifetime when timeout_secs is not given. */
-const DEFAULT_TIMEOUT_SECS = 300;
+export const DEFAULT_TIMEOUT_SECS = 300;
 
 export class Sandboxes {
   readonly #byId = new Map<string, SandboxRecord>();
@@ -88,19 +85,27 @@ export class Sandboxes {
     return tracked;
   }
 
-  get(id: string): SandboxRecord {
+  /** A sandbox by id; with `version`, only one created by that family of RPCs. */
+  get(id: string, version?: SandboxVersion): SandboxRecord {
     const record = this.#byId.get(id);
     if (!record || record.vanished) throw new RpcError(Code.NOT_FOUND, `Sandbox ${id} not found`);
+    if (version !== undefined && record.version !== version) throw notFound(id, record.version);
     return record;
   }
 
-  /** For the router: the running sandbox a task belongs to. */
-  byTask(taskId: string): SandboxRecord {
+  /** For the router: the running sandbox a task belongs to (or, with `ended`, one that has ended too). */
+  byTask(taskId: string, opts: { ended?: boolean; version?: SandboxVersion } = {}): SandboxRecord {
     const record = this.#byTask.get(taskId);
     if (!record) throw new RpcError(Code.NOT_FOUND, `Task ${taskId} not found`);
-    if (record.vanished || record.state !== 'running' || record.ending)
+    if (opts.version !== undefined && record.version !== opts.version) throw new RpcError(Code.NOT_FOUND, `Task ${taskId} not found`);
+    if (record.vanished || (!opts.ended && (record.state !== 'running' || record.ending)))
       throw new RpcError(Code.NOT_FOUND, 'The Sandbox is unavailable: it has finished or was removed');
     return record;
+  }
+
+  /** Every sandbox not forgotten by a fault (for listing). */
+  all(): SandboxRecord[] {
+    return [...this.#byId.values()].filter((r) => !r.vanished);
   }
 
   /** The definition a sandbox was created with, as received (for tests to read back). */
@@ -117,7 +122,7 @@ export class Sandboxes {
     return [...this.#byId.values()].filter((r) => !r.vanished && !r.ending).map((r) => r.id);
   }
 
-  create(req: Msg, fetchSpecFailure: boolean): Msg {
+  create(req: Msg, fetchSpecFailure: boolean, opts: CreateOptions = {}): Msg {
     const appId = String(req.app_id ?? '');
     if (!this.deps.appExists(appId)) throw new RpcError(Code.NOT_FOUND, `App ${appId} not found`);
     const def = (req.definition ?? {}) as Msg;
@@ -137,8 +142,10 @@ export class Sandboxes {
     }
     // Strictly increasing, so SandboxList's before_timestamp pages cleanly.
     this.#lastCreatedAt = Math.max(Date.now() / 1000, this.#lastCreatedAt + 0.001);
+    const version = opts.version ?? 1;
     const record: SandboxRecord = {
-      id: newId('sb'),
+      id: newSandboxId(version),
+      version,
       appId,
       ...(name ? { name } : {}),
       tags: ((req.tags ?? []) as Msg[]).map((t) => ({ tag_name: String(t.tag_name ?? ''), tag_value: String(t.tag_value ?? '') })),
@@ -153,6 +160,7 @@ export class Sandboxes {
       lastActivity: Date.now(),
       execs: new Map(),
       procs: [],
+      sourceEnv: opts.sourceEnv ?? [],
     };
     this.#byId.set(record.id, record);
     if (fetchSpecFailure) void this.#end(record, { status: Status.INIT_FAILURE, exception: FETCH_SPEC });
@@ -184,13 +192,17 @@ export class Sandboxes {
       if (ended()) return;
       if (image?.state !== 'success')
         return void this.#end(record, { status: Status.INIT_FAILURE, exception: image?.result?.exception ?? `Image ${record.imageId} is unavailable` });
-      const container = await this.deps.docker.createContainer(this.#containerSpec(record, image.dockerRef, image.env, image.workdir, timeoutSecs));
+      const container = await this.deps.docker.createContainer(
+        containerSpec(record, { image: image.dockerRef, env: image.env, workdir: image.workdir }, timeoutSecs, this.deps),
+      );
       record.container = container;
       if (ended()) return void this.#remove(record);
+      if (record.version === 2) record.stdio = await SandboxStdio.attach(container);
       await container.start();
       await settleNetwork(this.deps.docker, container, record.network);
       if (ended()) return void this.#remove(record);
       record.taskId = newId('ta');
+      record.startedAt = Date.now() / 1000;
       record.state = 'running';
       record.lastActivity = Date.now();
       this.#byTask.set(record.taskId, record);
@@ -201,44 +213,12 @@ export class Sandboxes {
     }
   }
 
-  #containerSpec(
-    record: SandboxRecord,
-    image: string,
-    imageEnv: string[],
-    imageWorkdir: string | undefined,
-    timeoutSecs: number,
-  ): Docker.ContainerCreateOptions {
-    const def = record.definition;
-    const args = (def.entrypoint_args ?? []) as string[];
-    // Without entrypoint_args a Modal sandbox just stays up until its timeout.
-    const argv = args.length > 0 ? args : ['sleep', String(timeoutSecs + 60)];
-    const resources = (def.resources ?? {}) as Msg;
-    const memoryMb = Number(resources.memory_mb_max ?? 0) || Number(resources.memory_mb ?? 0);
-    const milliCpu = Math.min(Number(resources.milli_cpu_max ?? 0) || Number(resources.milli_cpu ?? 0), this.deps.cpus * 1000);
-    const env = [...imageEnv];
-    for (const s of (def.secret_ids ?? []) as string[]) for (const [k, v] of Object.entries(this.deps.secretEnv(s) ?? {})) env.push(`${k}=${v}`);
-    const workdir = typeof def.workdir === 'string' && def.workdir ? def.workdir : imageWorkdir;
-    return {
-      Image: image,
-      Entrypoint: argv.slice(0, 1),
-      Cmd: argv.slice(1),
-      Env: env,
-      ...(workdir ? { WorkingDir: workdir } : {}),
-      // Berth's labels last: a tag cannot overwrite them.
-      Labels: { ...Object.fromEntries(record.tags.map((t) => [`modal.tag.${t.tag_name}`, t.tag_value])), ...this.deps.labels(record.id) },
-      Tty: false,
-      HostConfig: {
-        NetworkMode: networkMode(record.network),
-        ...(memoryMb > 0 ? { Memory: memoryMb * 1024 * 1024, MemorySwap: memoryMb * 1024 * 1024 } : {}),
-        ...(milliCpu > 0 ? { NanoCpus: milliCpu * 1_000_000 } : {}),
-      },
-    };
-  }
-
   /** The container stopped without the simulator stopping it: its entrypoint exited or it was killed. */
   async #watch(record: SandboxRecord, container: Docker.Container): Promise<void> {
     const exit = (await container.wait().catch(() => undefined)) as { StatusCode?: number } | undefined;
     if (record.ending || exit?.StatusCode === undefined) return;
+    // The last output may still be on its way from the engine: removal would cut it off.
+    await record.stdio?.drained(1000);
     const code = exit.StatusCode;
     const oom = await container.inspect().then(
       (i) => i.State.OOMKilled,
@@ -261,6 +241,8 @@ export class Sandboxes {
         () => undefined,
       );
     record.ended = this.#remove(record).then(() => {
+      record.stdio?.close();
+      record.finishedAt = Date.now() / 1000;
       record.state = 'ended';
       record.result = result;
       record.changes.notify();
@@ -291,8 +273,18 @@ export class Sandboxes {
     if (this.deps.slowLongPollMs() > 0) await sleep(this.deps.slowLongPollMs(), ctx.signal);
   }
 
-  async getTaskId(req: Msg, ctx: CallContext): Promise<Msg> {
-    const record = this.get(String(req.sandbox_id ?? ''));
+  /**
+   * V1 long-polls until the task runs or the sandbox ended, and then gives one or the other. V2
+   * (SandboxGetTaskIdV2, which the SDK polls every 0.5 s without a timeout) answers at once, and
+   * for an ended sandbox gives its task too: the SDK still needs it to read the output.
+   */
+  async getTaskId(req: Msg, ctx: CallContext, version: SandboxVersion = 1): Promise<Msg> {
+    const record = this.get(String(req.sandbox_id ?? ''), version);
+    if (version === 2) {
+      this.#check(record);
+      if (record.state === 'ended') return { ...(record.taskId ? { task_id: record.taskId } : {}), task_result: record.result };
+      return record.state === 'running' && !record.ending ? { task_id: record.taskId } : {};
+    }
     await this.#slow(ctx);
     // While it is ending, wait for the result rather than hand out a task about to go.
     const settled = () => record.state === 'ended' || (record.state === 'running' && !record.ending);
@@ -306,8 +298,8 @@ export class Sandboxes {
     return {};
   }
 
-  async wait(req: Msg, ctx: CallContext): Promise<Msg> {
-    const record = this.get(String(req.sandbox_id ?? ''));
+  async wait(req: Msg, ctx: CallContext, version: SandboxVersion = 1): Promise<Msg> {
+    const record = this.get(String(req.sandbox_id ?? ''), version);
     await this.#slow(ctx);
     await waitFor(() => (this.#check(record).state === 'ended' ? true : undefined), record.changes, this.#until(req.timeout ?? 0, ctx), ctx.signal);
     return record.state === 'ended' ? { result: record.result } : {};
@@ -318,35 +310,11 @@ export class Sandboxes {
     return record;
   }
 
-  async terminate(req: Msg): Promise<Msg> {
-    const record = this.get(String(req.sandbox_id ?? ''));
+  async terminate(req: Msg, version: SandboxVersion = 1): Promise<Msg> {
+    const record = this.get(String(req.sandbox_id ?? ''), version);
     if (record.state === 'ended') return { existing_result: record.result };
     await this.#end(record, { status: Status.TERMINATED, exception: 'Sandbox was terminated' });
     return {};
-  }
-
-  list(req: Msg): Msg {
-    const appId = String(req.app_id ?? '');
-    const before = Number(req.before_timestamp ?? 0);
-    const wanted = (req.tags ?? []) as Msg[];
-    const hits = [...this.#byId.values()]
-      .filter((r) => !r.vanished && (!appId || r.appId === appId) && (req.include_finished || !r.ending))
-      .filter((r) => !before || r.createdAt < before)
-      .filter((r) => wanted.every((w) => r.tags.some((t) => t.tag_name === w.tag_name && t.tag_value === (w.tag_value ?? ''))))
-      .sort((a, b) => b.createdAt - a.createdAt)
-      .slice(0, 100);
-    return {
-      sandboxes: hits.map((r) => ({
-        id: r.id,
-        created_at: r.createdAt,
-        app_id: r.appId,
-        tags: r.tags,
-        image_id: r.imageId,
-        timeout_secs: Number(r.definition.timeout_secs ?? 0) || DEFAULT_TIMEOUT_SECS,
-        ...(r.name ? { name: r.name } : {}),
-        ...(r.definition.idle_timeout_secs !== undefined ? { idle_timeout_secs: r.definition.idle_timeout_secs } : {}),
-      })),
-    };
   }
 
   /** Fault: the container goes and the simulator forgets the sandbox. */

@@ -4,9 +4,9 @@ import { Code, RpcError } from './grpc-server.js';
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 
-/** Like Modal's: a type prefix and 22 alphanumerics, e.g. sb-Ab3... */
-export function newId(prefix: string): string {
-  return `${prefix}-${[...randomBytes(22)].map((b) => ALPHABET[b % ALPHABET.length]).join('')}`;
+/** Like Modal's: a type prefix and 22 alphanumerics, e.g. sb-Ab3... (V2 sandbox ids are longer: sandbox-ids.ts). */
+export function newId(prefix: string, length = 22): string {
+  return `${prefix}-${[...randomBytes(length)].map((b) => ALPHABET[b % ALPHABET.length]).join('')}`;
 }
 
 /** GenericResult.GenericStatus names, as the codec reads and writes them. */
