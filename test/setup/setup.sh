@@ -12,7 +12,7 @@ REGISTRY_PASS=berth-test-secret
 LOCAL_IMAGE=berth-test/busybox:latest
 PRIVATE_REPO=$REGISTRY_ADDR/berth/private-busybox
 # One tag per test area, so a test that pulls with credentials never makes another's anonymous pull succeed.
-PRIVATE_TAGS='latest exec errors harbor build k8s mounts seed-001 cli cli-2 cli-3 cli-report'
+PRIVATE_TAGS='latest exec errors harbor build k8s mounts seed-001 cli cli-2 cli-3 cli-report sdk'
 PRIVATE_IMAGE=$PRIVATE_REPO:latest
 
 log() { printf '[setup] %s\n' "$*" >&2; }
@@ -29,6 +29,12 @@ command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 # report.html is checked in a real headless browser; `script` (util-linux) gives the CLI tests a pty.
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 command -v script >/dev/null 2>&1 || need_pkgs+=(bsdutils)
+# Modal's Python SDK runs against the Modal simulator in a venv (modal-sdk.sh); Debian's python3
+# makes venvs only with python3-venv (ensurepip's wheels).
+if [ "${BERTH_SKIP_MODAL_SDK:-0}" != 1 ]; then
+  command -v python3 >/dev/null 2>&1 || need_pkgs+=(python3)
+  dpkg -s python3-venv >/dev/null 2>&1 || need_pkgs+=(python3-venv)
+fi
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -133,6 +139,12 @@ for tag in $PRIVATE_TAGS; do
 done
 
 log "ready: docker $(docker version --format '{{.Server.Version}}'), registry $REGISTRY_ADDR, image $LOCAL_IMAGE, private $PRIVATE_IMAGE"
+
+# Modal's official Python SDK, pinned, for the test that runs it against the Modal simulator
+# (BERTH_SKIP_MODAL_SDK=1 leaves it out).
+if [ "${BERTH_SKIP_MODAL_SDK:-0}" != 1 ]; then
+  bash "$(dirname "$0")/modal-sdk.sh"
+fi
 
 # The one-node Kubernetes for the Kubernetes backend's tests (built from Kubernetes' Go modules the
 # first time; BERTH_SKIP_KUBE=1 leaves it out, for the Docker-only quickstart).
