@@ -23,8 +23,9 @@ const exec = (env: Record<string, string>): ExecStart => ({
 });
 
 describe('TaskExecStartRequest', () => {
-  it('env as the SDK sends it: one secret_sources entry holding the map, and no env (12)', () => {
-    const request = execStartRequest('ta-55', exec({ PYTHONUNBUFFERED: '1', TERM: 'xterm 256 ✓' }), 'secret_sources');
+  it('env as the SDK sends it, and berth by default: one secret_sources entry holding the map, and no env (12)', () => {
+    expect(EXEC_ENV_AS).toBe('secret_sources');
+    const request = execStartRequest('ta-55', exec({ PYTHONUNBUFFERED: '1', TERM: 'xterm 256 ✓' }));
     expect(request.env).toBeUndefined();
     expect(hex(encodeMessage('TaskExecStartRequest', request))).toBe(execVector('secret_sources'));
     expect(decodeMessage('TaskExecStartRequest', encodeMessage('TaskExecStartRequest', request)).secret_sources).toEqual([
@@ -32,9 +33,8 @@ describe('TaskExecStartRequest', () => {
     ]);
   });
 
-  it('env in the env map (12), as berth sends it until the simulator serves secret_sources', () => {
-    expect(EXEC_ENV_AS).toBe('env');
-    const request = execStartRequest('ta-55', exec({ PYTHONUNBUFFERED: '1' }));
+  it('env in the env map (12), the form berth sent before', () => {
+    const request = execStartRequest('ta-55', exec({ PYTHONUNBUFFERED: '1' }), 'env');
     expect(hex(encodeMessage('TaskExecStartRequest', request))).toBe(execVector('env'));
   });
 

@@ -1,17 +1,17 @@
 // The TaskExecStartRequest berth sends for one process. The exec's environment can go two ways,
-// both in Modal's protocol: `env` (12, a map), which the router has always taken, or
-// `secret_sources` (13) holding one inline SecretSource{env: StringMap}, which is how Modal's
-// Python SDK 1.6.4 sends `exec(env=...)` (it never sets `env`; modal/secret.py). berth follows the
-// SDK once the simulator berth is tested against serves secret_sources on TaskExecStart; until
-// then EXEC_ENV_AS stays 'env', and the other form is built and checked byte for byte against the
-// SDK's own serialization (test/codec.test.ts, test/exec-start.test.ts).
+// both in Modal's protocol: `env` (12, a map), or `secret_sources` (13) holding one inline
+// SecretSource{env: StringMap}. berth sends what Modal's Python SDK 1.6.4 sends for
+// `exec(env=...)`: secret_sources, never env (modal/secret.py). The path the SDK takes is the one
+// Modal's router serves every day; a field only older clients set may be served less carefully, or
+// retired first. Both forms are checked byte for byte against encodings not made by berth's codec
+// (test/exec-start.test.ts: the SDK's own serialization, and protoc's).
 import type { MessageValue } from './schema.js';
 
 /** Which field carries an exec's environment. */
 export type ExecEnvField = 'env' | 'secret_sources';
 
-/** What berth sends today (see the module comment for when it becomes 'secret_sources'). */
-export const EXEC_ENV_AS: ExecEnvField = 'env';
+/** What berth sends: the SDK's field (the module comment says why). */
+export const EXEC_ENV_AS: ExecEnvField = 'secret_sources';
 
 export interface ExecStart {
   execId: string;
