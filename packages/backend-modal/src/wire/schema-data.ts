@@ -646,4 +646,43 @@ export const SCHEMA = {
       content_checksum_sha256_hex: { number: 1, type: 'string' },
     },
   },
+  SandboxCreateV2Request: {
+    package: 'modal.client',
+    fields: {
+      app_id: { number: 1, type: 'string' },
+      definition: { number: 2, type: 'Sandbox' },
+      tags: { number: 4, type: 'SandboxTag', label: 'repeated' },
+      secret_sources: { number: 6, type: 'SecretSource', label: 'repeated' },
+    },
+  },
+  SandboxCreateV2Response: {
+    package: 'modal.client',
+    fields: {
+      sandbox_id: { number: 1, type: 'string' },
+      task_id: { number: 3, type: 'string' },
+      command_router_access: { number: 5, type: 'CommandRouterAccess' },
+      sandbox_token: { number: 6, type: 'string' },
+    },
+  },
+  CommandRouterAccess: {
+    package: 'modal.client',
+    fields: {
+      jwt: { number: 1, type: 'string' },
+      url: { number: 2, type: 'string' },
+    },
+  },
+  SandboxGetCommandRouterAccessRequest: {
+    package: 'modal.client',
+    fields: {
+      sandbox_id: { number: 1, type: 'string', oneof: 'target' },
+      task_id: { number: 2, type: 'string', oneof: 'target' },
+    },
+  },
+  SandboxGetCommandRouterAccessResponse: {
+    package: 'modal.client',
+    fields: {
+      jwt: { number: 1, type: 'string' },
+      url: { number: 2, type: 'string' },
+    },
+  },
 } as const satisfies Schema;
