@@ -6,18 +6,15 @@
 // simulator's record of the calls shows the path taken: V2 RPCs only, nothing unimplemented.
 // Needs the Docker engine, berth-test/busybox:latest and the private registry on 127.0.0.1:5000.
 import { spawn } from 'node:child_process';
-import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModalSimulator, sandboxVersionOf } from './sim/index.js';
 import { readSdkDescriptors } from './sim/sdk-schema.js';
+import { SDK_PYTHON, assertSdkVenv, sdkEnv } from './sdk/sdk-python.js';
 
-const STATE = process.env.BERTH_TEST_STATE ?? '/var/lib/berth-test';
-const VENV = process.env.BERTH_MODAL_SDK_VENV ?? join(STATE, 'modal-sdk-venv');
-const PYTHON = join(VENV, 'bin', 'python');
 const SCENARIO = new URL('./sdk/sdk_scenario.py', import.meta.url).pathname;
-const LOCK = new URL('./sdk/requirements-sdk.lock.txt', import.meta.url).pathname;
 /** A tag of its own (test/setup/setup.sh pushes it), so other test files' pulls cannot make an anonymous pull succeed. */
 const PRIVATE = '127.0.0.1:5000/berth/private-busybox:sdk';
 const SECRET = 'berth-registry';
@@ -47,34 +44,9 @@ let sim: ModalSimulator;
 let dir: string;
 let run: { code: number | null; steps: Map<string, Step>; stdout: string; stderr: string };
 
-/**
- * The SDK trusts only its certifi bundle (grpclib: create_default_context(cafile=certifi.where());
- * SSL_CERT_FILE is ignored). So each run gets its own copy of the venv's certifi package, with the
- * simulator's CA (new at every start) appended, first on PYTHONPATH: the shared venv is never
- * changed, and runs at the same time do not meet.
- */
-function certifiOverlay(into: string): string {
-  const site = sitePackages();
-  const overlay = join(into, 'pythonpath');
-  cpSync(join(site, 'certifi'), join(overlay, 'certifi'), { recursive: true });
-  appendFileSync(join(overlay, 'certifi', 'cacert.pem'), `\n# berth's Modal simulator (this run only)\n${sim.ca}`);
-  return overlay;
-}
-
-/** The venv's site-packages (lib/python3.X/site-packages, whatever the X). */
-function sitePackages(): string {
-  const lib = join(VENV, 'lib');
-  const site = readdirSync(lib)
-    .filter((d) => d.startsWith('python'))
-    .map((d) => join(lib, d, 'site-packages'))
-    .find((d) => existsSync(join(d, 'certifi')));
-  if (!site) throw new Error(`no certifi in ${lib}/python*/site-packages`);
-  return site;
-}
-
 function runScenario(env: Record<string, string>, timeoutMs: number): Promise<typeof run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, [SCENARIO], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(SDK_PYTHON, [SCENARIO], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -95,21 +67,12 @@ function runScenario(env: Record<string, string>, timeoutMs: number): Promise<ty
 }
 
 beforeAll(async () => {
-  if (!existsSync(PYTHON)) throw new Error(`no Modal SDK venv at ${VENV}: run test/setup/setup.sh (it installs ${LOCK})`);
+  assertSdkVenv();
   sim = await ModalSimulator.start();
   sim.addSecret(SECRET, { REGISTRY_USERNAME: 'berth', REGISTRY_PASSWORD: 'berth-test-secret' });
   dir = mkdtempSync(join(tmpdir(), 'berth-sdk-scenario-'));
   const env = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: dir,
-    LANG: 'C.UTF-8',
-    PYTHONPATH: certifiOverlay(dir),
-    PYTHONUNBUFFERED: '1',
-    PYTHONDONTWRITEBYTECODE: '1',
-    MODAL_SERVER_URL: sim.url,
-    MODAL_TOKEN_ID: sim.tokenId,
-    MODAL_TOKEN_SECRET: sim.tokenSecret,
-    MODAL_CONFIG_PATH: join(dir, 'no-modal.toml'),
+    ...sdkEnv(sim, dir),
     SDK_PRIVATE_IMAGE: PRIVATE,
     SDK_REGISTRY_SECRET: SECRET,
   };
