@@ -16,6 +16,7 @@ import { planDockerfile } from './dockerfile-build.js';
 import { mapModalError } from './modal-errors.js';
 import type { ModalBackendOptions } from './options.js';
 import { ModalSandbox, modalDefaultLifetimeMs } from './sandbox.js';
+import { sandboxApiOption } from './sandbox-api.js';
 import { ModalShared } from './shared.js';
 import type { ModalGuardianConfig } from './guardian.js';
 import { CAPABILITIES, HINTS, RENAMED, DEFAULT_CREATION } from './capabilities.js';
@@ -30,6 +31,7 @@ export function createModalBackend(options: ModalBackendOptions = {}): ModalBack
   const lifetimeMs = modalDefaultLifetimeMs(options);
   // Checked here too: a bad clientVersion or clientType is the caller's, before any I/O.
   clientIdentity(options);
+  sandboxApiOption(options);
   // The connection and credentials, made on first use: the factory does no I/O.
   let shared: ModalShared | undefined;
   const modal = () => (shared ??= new ModalShared(options));
@@ -73,7 +75,7 @@ export function createModalBackend(options: ModalBackendOptions = {}): ModalBack
       // Built JS of this package (from src/ and dist/ alike): the guardian process cannot run TypeScript.
       guardian: () => {
         const { tokenId, tokenSecret, serverUrl } = modal().credentials;
-        const { ca, appName, environmentName, clientVersion, clientType } = options;
+        const { ca, appName, environmentName, clientVersion, clientType, sandboxApi } = options;
         const config: ModalGuardianConfig = {
           tokenId,
           tokenSecret,
@@ -84,6 +86,8 @@ export function createModalBackend(options: ModalBackendOptions = {}): ModalBack
           // The guardian says it is the same client: a version Modal refused from the default is refused there too.
           ...(clientVersion !== undefined ? { clientVersion } : {}),
           ...(clientType !== undefined ? { clientType } : {}),
+          // Its sweep lists with the same generation (V2's list holds V1 and V2 sandboxes alike).
+          ...(sandboxApi !== undefined ? { sandboxApi } : {}),
         };
         return { module: new URL('../dist/guardian.js', import.meta.url), config };
       },
@@ -100,17 +104,18 @@ export function createModalBackend(options: ModalBackendOptions = {}): ModalBack
       checkSpec: async (spec) => (spec ? [await checkImage(spec)] : []),
       // Sandboxes of berth's app carrying berth's tags.
       async listManaged({ session }) {
-        const { control } = modal();
+        const { sandboxes: rpcs } = modal();
         try {
           const appId = await modal().app();
-          const sandboxes = await control.sandboxList(appId, { [LABEL_MANAGED]: 'true', ...(session ? { [LABEL_SESSION]: session } : {}) });
+          const sandboxes = await rpcs.list(appId, { [LABEL_MANAGED]: 'true', ...(session ? { [LABEL_SESSION]: session } : {}) });
           return sandboxes.map((sandbox): ManagedResource => {
             const id = sandbox.id ?? '';
             return {
               name: id,
               labels: Object.fromEntries((sandbox.tags ?? []).map((t) => [t.tag_name ?? '', t.tag_value ?? ''])),
               ...(sandbox.created_at ? { createdAtMs: sandbox.created_at * 1000 } : {}),
-              remove: () => control.sandboxTerminate(id),
+              // V1 or V2 by the id's shape, as Modal's SDK decides for a listed sandbox.
+              remove: () => rpcs.terminate(id),
               failure: (error) => (error instanceof Error ? error.message : String(error)),
             };
           });

@@ -13,6 +13,7 @@ export interface ModalGuardianConfig {
   environmentName?: string;
   clientVersion?: string;
   clientType?: ClientType;
+  sandboxApi?: 'v1' | 'v2';
 }
 
 export function guardianBackend(config: ModalGuardianConfig): ModalBackend {

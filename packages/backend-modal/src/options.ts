@@ -33,4 +33,11 @@ export interface ModalBackendOptions extends CommonBackendOptions, ProbeRegistri
   clientVersion?: string;
   /** Sent as x-modal-client-type: a ClientType name ('CLIENT_TYPE_CLIENT') or its number. Default CLIENT_TYPE_CLIENT (1), as Modal's Python SDK. */
   clientType?: ClientType;
+  /**
+   * Which generation of Modal's sandbox RPCs berth uses: 'v2' (default; SandboxCreateV2 and the
+   * rest, with an x-modal-auth-token from AuthTokenGet, as Modal's Python SDK 1.6.4 does) or 'v1'
+   * (SandboxCreate and the rest, berth's protocol before). GPU sandboxes use V1 either way, as the
+   * SDK's do (README, "Protocol").
+   */
+  sandboxApi?: 'v1' | 'v2';
 }

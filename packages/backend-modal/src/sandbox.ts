@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { ConfigError, SandboxLostError, isBuiltImage, type EnvironmentSpec, type Operation } from '@berth/core';
 import {
   DEFAULT_LIFETIME_MS,
@@ -22,7 +23,18 @@ import { createdNetwork, switchedAccess } from './network-access.js';
 import type { ModalBackendOptions } from './options.js';
 import { endReason } from './sandbox-result.js';
 import type { ModalShared } from './shared.js';
-import { GRPC_CODE, GrpcError, LONG_POLL_SECS, TaskRouter, type GenericResult, type RouterAccess } from './wire/index.js';
+import { sandboxApiFor } from './sandbox-api.js';
+import {
+  GRPC_CODE,
+  GrpcError,
+  LONG_POLL_SECS,
+  TASK_ID_POLL_MS,
+  TaskRouter,
+  sandboxApiVersion,
+  type GenericResult,
+  type RouterAccess,
+  type SandboxDefinition,
+} from './wire/index.js';
 
 /**
  * Modal's longest sandbox timeout: 24 h ("a timeout of up to 24 hours", modal.com/docs/guide/sandbox).
@@ -89,7 +101,7 @@ export class ModalSandbox implements SandboxTransport {
   }
 
   async create(ctx: CreateContext): Promise<void> {
-    const { control, options } = this.#shared;
+    const { sandboxes, options } = this.#shared;
     let appId: string;
     let imageId: string;
     const { image: plan, recipe } = await this.#plan;
@@ -110,47 +122,62 @@ export class ModalSandbox implements SandboxTransport {
     const spec = this.#spec;
     ctx.progress({ phase: 'starting', status: 'creating the sandbox' });
     try {
-      const secretIds = Object.keys(spec.env).length ? [await control.ephemeralSecret(appId, spec.env, options.environmentName, ctx.signal)] : [];
       const lifetime = spec.timeouts.lifetimeMs;
-      this.#sandboxId = await control.sandboxCreate(
-        appId,
-        {
-          entrypoint_args: keepAliveCommand(lifetime),
-          image_id: imageId,
-          secret_ids: secretIds,
-          resources: {
-            ...(spec.resources.cpus !== undefined ? { milli_cpu: Math.round(spec.resources.cpus * 1000) } : {}),
-            ...(spec.resources.memoryMb !== undefined ? { memory_mb: spec.resources.memoryMb } : {}),
-            ...(spec.resources.storageMb !== undefined ? { ephemeral_disk_mb: spec.resources.storageMb } : {}),
-            ...gpuConfig(spec.resources),
-          },
-          // Modal ends the sandbox at this timeout by itself: the backstop when nothing of berth is left.
-          timeout_secs: Math.max(1, Math.ceil((lifetime ?? this.#defaultLifetimeMs) / 1000)),
-          ...(spec.timeouts.idleMs ? { idle_timeout_secs: Math.max(1, Math.ceil(spec.timeouts.idleMs / 1000)) } : {}),
-          ...(spec.workdir ? { workdir: spec.workdir } : {}),
-          ...createdNetwork(spec),
+      const definition: SandboxDefinition = {
+        entrypoint_args: keepAliveCommand(lifetime),
+        image_id: imageId,
+        resources: {
+          ...(spec.resources.cpus !== undefined ? { milli_cpu: Math.round(spec.resources.cpus * 1000) } : {}),
+          ...(spec.resources.memoryMb !== undefined ? { memory_mb: spec.resources.memoryMb } : {}),
+          ...(spec.resources.storageMb !== undefined ? { ephemeral_disk_mb: spec.resources.storageMb } : {}),
+          ...gpuConfig(spec.resources),
         },
-        ctx.labels,
+        // Modal ends the sandbox at this timeout by itself: the backstop when nothing of berth is left.
+        timeout_secs: Math.max(1, Math.ceil((lifetime ?? this.#defaultLifetimeMs) / 1000)),
+        ...(spec.timeouts.idleMs ? { idle_timeout_secs: Math.max(1, Math.ceil(spec.timeouts.idleMs / 1000)) } : {}),
+        ...(spec.workdir ? { workdir: spec.workdir } : {}),
+        ...createdNetwork(spec),
+      };
+      const created = await sandboxes.create(
+        sandboxApiFor(this.#shared.sandboxApi, spec),
+        { appId, definition, tags: ctx.labels, env: spec.env, ...(options.environmentName ? { environmentName: options.environmentName } : {}) },
         ctx.signal,
       );
-      await this.#waitTask(ctx, plan);
+      this.#sandboxId = created.sandboxId;
+      // V2 may place the sandbox at once and say so; its router access then serves the first exec.
+      if (created.routerAccess) this.#access = Promise.resolve(created.routerAccess);
+      if (created.taskId) this.#taskId = created.taskId;
+      else await this.#waitTask(ctx, plan);
     } catch (error) {
       throwIfAborted(ctx.signal, this.#ctx('start'));
       throw this.#map(error, 'start', false);
     }
   }
 
-  /** Until the sandbox has a task (it runs), or its result says why it never will. */
+  /**
+   * Until the sandbox has a task (it runs), or its result says why it never will. V1 long-polls
+   * (the server holds each call up to LONG_POLL_SECS). V2 polls every TASK_ID_POLL_MS, as Modal's
+   * SDK does: it sends SandboxGetTaskIdV2 without timeout or wait_until_ready, so a held V2 call is
+   * not something Modal is known to serve, and the poll is cheap next to a sandbox's scheduling.
+   */
   async #waitTask(ctx: CreateContext, plan: ImagePlan): Promise<void> {
+    const sandboxId = this.#sandboxId!;
+    const polled = sandboxApiVersion(sandboxId) === 2;
+    let said = 0;
     for (;;) {
       throwIfAborted(ctx.signal, this.#ctx('start'));
-      const { taskId, result } = await this.#shared.control.sandboxTaskId(this.#sandboxId!, LONG_POLL_SECS, ctx.signal);
+      const { taskId, result } = await this.#shared.sandboxes.taskId(sandboxId, LONG_POLL_SECS, ctx.signal);
       if (taskId) {
         this.#taskId = taskId;
         return;
       }
       if (result) throw await this.#startFailure(result, plan);
-      ctx.progress({ status: 'waiting for the sandbox to be scheduled' });
+      // Said once per long-poll, or about every LONG_POLL_SECS of 0.5 s polls.
+      if (!polled || Date.now() - said >= LONG_POLL_SECS * 1000) {
+        said = Date.now();
+        ctx.progress({ status: 'waiting for the sandbox to be scheduled' });
+      }
+      if (polled) await delay(TASK_ID_POLL_MS, ctx.signal);
     }
   }
 
@@ -201,7 +228,7 @@ export class ModalSandbox implements SandboxTransport {
     if (!this.#sandboxId) return { running: false, reason: 'never started' };
     let result: GenericResult | undefined;
     try {
-      result = await this.#shared.control.sandboxWait(this.#sandboxId, 0);
+      result = await this.#shared.sandboxes.wait(this.#sandboxId, 0);
     } catch (error) {
       if (GrpcError.isInstance(error) && error.code === GRPC_CODE.NOT_FOUND) return { running: false, reason: 'removed' };
       throw this.#map(error, 'exec');
@@ -224,7 +251,7 @@ export class ModalSandbox implements SandboxTransport {
   async remove(): Promise<void> {
     if (!this.#sandboxId) return;
     try {
-      await this.#shared.control.sandboxTerminate(this.#sandboxId);
+      await this.#shared.sandboxes.terminate(this.#sandboxId);
     } catch (error) {
       if (GrpcError.isInstance(error) && error.code === GRPC_CODE.NOT_FOUND) return;
       throw this.#map(error, 'teardown', false);
@@ -234,13 +261,14 @@ export class ModalSandbox implements SandboxTransport {
   /** The router for this sandbox's task, its access asked once and again when it expires. */
   #routerFor(): TaskRouter {
     const taskId = this.#taskId;
-    if (!taskId) throw new ConfigError({ ...this.#ctx('exec'), path: 'environment', message: 'the sandbox has no task yet' });
+    const sandboxId = this.#sandboxId;
+    if (!taskId || !sandboxId) throw new ConfigError({ ...this.#ctx('exec'), path: 'environment', message: 'the sandbox has no task yet' });
     this.#router ??= new TaskRouter(
       this.#shared.transport,
       taskId,
       (fresh) => {
         if (fresh || !this.#access) {
-          this.#access = this.#shared.control.routerAccess(taskId);
+          this.#access = this.#shared.sandboxes.routerAccess(sandboxId, taskId);
           this.#access.catch(() => (this.#access = undefined));
         }
         return this.#access;

@@ -4,7 +4,8 @@ import { resolveCredentials, type ModalCredentials } from './credentials.js';
 import { ImageBuilds } from './image.js';
 import type { ModalBackendOptions } from './options.js';
 import { serverWarning } from './server-warnings.js';
-import { ControlPlane, GrpcTransport } from './wire/index.js';
+import { sandboxApiOption } from './sandbox-api.js';
+import { ControlPlane, GrpcTransport, SandboxRpcs, type SandboxApiVersion } from './wire/index.js';
 
 /** What every sandbox of one backend instance shares: the connection, the app, the image builds. Made on first use. */
 export class ModalShared {
@@ -12,6 +13,10 @@ export class ModalShared {
   readonly credentials: ModalCredentials;
   readonly transport: GrpcTransport;
   readonly control: ControlPlane;
+  /** The sandbox RPCs, V1 or V2 (sandbox-rpcs.ts). */
+  readonly sandboxes: SandboxRpcs;
+  /** options.sandboxApi, checked. */
+  readonly sandboxApi: SandboxApiVersion;
   readonly images: ImageBuilds;
   #app: Promise<string> | undefined;
 
@@ -29,6 +34,8 @@ export class ModalShared {
       clientType: identity.type,
     });
     this.images = new ImageBuilds(this.control);
+    this.sandboxApi = sandboxApiOption(options);
+    this.sandboxes = new SandboxRpcs(this.control, this.sandboxApi);
   }
 
   /** The app's id: got or made once per backend instance (asked again after a failure). */

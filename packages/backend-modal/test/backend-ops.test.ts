@@ -14,9 +14,9 @@ afterAll(async () => {
 describe('Modal backend operations (simulated)', () => {
   it('a unary call failing with UNAVAILABLE is retried with the same x-idempotency-key, and makes one sandbox', async () => {
     const before = sim.calls.length;
-    sim.faults.failNext('SandboxCreate', Code.UNAVAILABLE, 'worker pool restarting', 2);
+    sim.faults.failNext('SandboxCreateV2', Code.UNAVAILABLE, 'worker pool restarting', 2);
     await using env = await backend.start({ image: 'berth-test/busybox:latest' });
-    const creates = sim.calls.slice(before).filter((c) => c.path.endsWith('/SandboxCreate'));
+    const creates = sim.calls.slice(before).filter((c) => c.path.endsWith('/SandboxCreateV2'));
     expect(creates.map((c) => c.code)).toEqual([Code.UNAVAILABLE, Code.UNAVAILABLE, 0]);
     expect(new Set(creates.map((c) => c.idempotencyKey)).size).toBe(1);
     expect(creates[0]?.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);

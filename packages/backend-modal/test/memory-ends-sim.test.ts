@@ -1,7 +1,7 @@
 // A sandbox that Modal ends with GenericStatus 10 (KERNEL_OOM_KILL) or 9
 // (MEMORY_THRASHING_EVICTION), through the whole backend: the simulator cannot end a sandbox with
 // those (its eviction says 8, its failed load INIT_FAILURE), so a proxy between berth and the
-// simulator rewrites the status in SandboxWait and SandboxGetTaskId answers to the raw number,
+// simulator rewrites the status in SandboxWait(V2) and SandboxGetTaskId(V2) answers to the raw number,
 // exception text and all, as Modal's server would send it. In use, the exec in flight and the next
 // are SandboxLostError naming OOMKilled / Evicted; before the sandbox ran, the start is.
 import { execFileSync } from 'node:child_process';
@@ -25,8 +25,9 @@ function resultBytes(status: number, exception: string): Buffer {
 }
 const field = (number: number, bytes: Buffer) => Buffer.concat([Buffer.from([(number << 3) | 2, bytes.length]), bytes]);
 
-const proxy = await rewriteProxy(sim.url, ['SandboxWait', 'SandboxGetTaskId'], (method, message) => {
-  const wait = method === 'SandboxWait';
+// berth asks on V2 (SandboxWaitV2, SandboxGetTaskIdV2), which answer with the V1 messages; V1 is rewritten too for the 'v1' switch.
+const proxy = await rewriteProxy(sim.url, ['SandboxWaitV2', 'SandboxGetTaskIdV2', 'SandboxWait', 'SandboxGetTaskId'], (method, message) => {
+  const wait = method === 'SandboxWait' || method === 'SandboxWaitV2';
   const decoded = wait ? decodeMessage('SandboxWaitResponse', message).result : decodeMessage('SandboxGetTaskIdResponse', message).task_result;
   if (!instead || decoded?.status !== instead.from) return message;
   // Both answers hold the GenericResult in their field 1 (SandboxWaitResponse.result) or 2 (task_result).

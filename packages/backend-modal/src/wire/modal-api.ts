@@ -1,7 +1,9 @@
 // Modal's control plane as berth uses it: one method per RPC, in berth's words. Everything that
 // knows an RPC's name or a message's shape is in src/wire/, so a change in Modal's protocol is a
 // change here.
-import { SCHEMA, type EnumValue, type MessageValue } from './schema.js';
+import { AUTH_TOKEN_HEADER, AuthTokenManager } from './auth-token.js';
+import { GRPC_CODE, GrpcError } from './grpc-status.js';
+import { SCHEMA, type EnumValue, type MessageName, type MessageValue } from './schema.js';
 import { RpcCaller, type CallContext, type RetryPolicy } from './calls.js';
 import type { GrpcEndpoint, GrpcTransport } from './grpc.js';
 
@@ -48,10 +50,13 @@ export interface ImageBuildUpdate {
 export class ControlPlane {
   readonly #rpc: RpcCaller;
   readonly #config: ControlPlaneConfig;
+  /** The x-modal-auth-token of V2 calls: fetched on first need, cached and refreshed (auth-token.ts). */
+  readonly authToken: AuthTokenManager;
 
   constructor(transport: GrpcTransport, config: ControlPlaneConfig) {
     this.#rpc = new RpcCaller(transport, 'modal.client.ModalClient', config.retry);
     this.#config = config;
+    this.authToken = new AuthTokenManager((signal) => this.#authTokenGet(signal));
   }
 
   #ctx(signal?: AbortSignal, idleTimeoutMs?: number): CallContext {
@@ -187,64 +192,41 @@ export class ControlPlane {
     }
   }
 
-  async sandboxCreate(appId: string, definition: SandboxDefinition, tags: Record<string, string>, signal?: AbortSignal): Promise<string> {
-    const res = await this.#rpc.unary(
-      'SandboxCreate',
-      'SandboxCreateRequest',
-      { app_id: appId, definition, tags: Object.entries(tags).map(([tag_name, tag_value]) => ({ tag_name, tag_value })) },
-      'SandboxCreateResponse',
-      this.#ctx(signal),
-    );
-    return res.sandbox_id ?? '';
+  /**
+   * One unary call of the control plane, for the RPC modules beside this one (sandbox-rpcs.ts).
+   * `auth` adds the x-modal-auth-token V2 RPCs require; a call it is refused on (UNAUTHENTICATED)
+   * is made once more with a new token, since the server may have revoked the cached one early.
+   */
+  async call<Req extends MessageName, Res extends MessageName>(
+    method: string,
+    request: Req,
+    value: MessageValue<Req>,
+    response: Res,
+    opts: { signal?: AbortSignal; idleTimeoutMs?: number; auth?: boolean } = {},
+  ): Promise<MessageValue<Res>> {
+    const ctx = this.#ctx(opts.signal, opts.idleTimeoutMs);
+    if (!opts.auth) return this.#rpc.unary(method, request, value, response, ctx);
+    let sent: string | undefined;
+    const withToken: CallContext = {
+      ...ctx,
+      metadata: async () => {
+        sent = await this.authToken.get(opts.signal);
+        return { ...(await ctx.metadata()), [AUTH_TOKEN_HEADER]: sent };
+      },
+    };
+    try {
+      return await this.#rpc.unary(method, request, value, response, withToken);
+    } catch (error) {
+      if (!(GrpcError.isInstance(error) && error.code === GRPC_CODE.UNAUTHENTICATED && sent !== undefined)) throw error;
+      this.authToken.invalidate(sent);
+      return this.#rpc.unary(method, request, value, response, withToken);
+    }
   }
 
-  /** The task id once the sandbox runs; its result instead if it already ended. Held up to timeoutSecs. */
-  async sandboxTaskId(sandboxId: string, timeoutSecs: number, signal?: AbortSignal): Promise<{ taskId?: string; result?: GenericResult }> {
-    const res = await this.#rpc.unary(
-      'SandboxGetTaskId',
-      'SandboxGetTaskIdRequest',
-      { sandbox_id: sandboxId, timeout: timeoutSecs, wait_until_ready: true },
-      'SandboxGetTaskIdResponse',
-      this.#ctx(signal, (timeoutSecs + 30) * 1000),
-    );
-    return { ...(res.task_id ? { taskId: res.task_id } : {}), ...(res.task_result?.status ? { result: res.task_result } : {}) };
-  }
-
-  /** The sandbox's result once it ended; undefined while it runs. Held up to timeoutSecs. */
-  async sandboxWait(sandboxId: string, timeoutSecs: number, signal?: AbortSignal): Promise<GenericResult | undefined> {
-    const res = await this.#rpc.unary(
-      'SandboxWait',
-      'SandboxWaitRequest',
-      { sandbox_id: sandboxId, timeout: timeoutSecs },
-      'SandboxWaitResponse',
-      this.#ctx(signal, (timeoutSecs + 30) * 1000),
-    );
-    return res.result?.status ? res.result : undefined;
-  }
-
-  async sandboxTerminate(sandboxId: string, signal?: AbortSignal): Promise<void> {
-    await this.#rpc.unary('SandboxTerminate', 'SandboxTerminateRequest', { sandbox_id: sandboxId }, 'SandboxTerminateResponse', this.#ctx(signal));
-  }
-
-  async sandboxList(appId: string, tags: Record<string, string>, signal?: AbortSignal): Promise<SandboxInfo[]> {
-    const res = await this.#rpc.unary(
-      'SandboxList',
-      'SandboxListRequest',
-      { app_id: appId, tags: Object.entries(tags).map(([tag_name, tag_value]) => ({ tag_name, tag_value })) },
-      'SandboxListResponse',
-      this.#ctx(signal),
-    );
-    return [...(res.sandboxes ?? [])];
-  }
-
-  async routerAccess(taskId: string, signal?: AbortSignal): Promise<{ jwt: string; url: string }> {
-    const res = await this.#rpc.unary(
-      'TaskGetCommandRouterAccess',
-      'TaskGetCommandRouterAccessRequest',
-      { task_id: taskId },
-      'TaskGetCommandRouterAccessResponse',
-      this.#ctx(signal),
-    );
-    return { jwt: res.jwt ?? '', url: res.url ?? '' };
+  /** AuthTokenGet: sent with the token id and secret only (the SDK sends no auth token on it either). */
+  async #authTokenGet(signal?: AbortSignal): Promise<string> {
+    const res = await this.#rpc.unary('AuthTokenGet', 'AuthTokenGetRequest', {}, 'AuthTokenGetResponse', this.#ctx(signal));
+    if (!res.token) throw new Error('Modal answered AuthTokenGet without a token: the V2 sandbox RPCs cannot be called');
+    return res.token;
   }
 }
