@@ -1,6 +1,6 @@
 // What the Modal backend says about an image on a Bearer-token registry: its real preflight, and its
 // real start after Modal could not load the container (FetchSpec failed), with the registry answered
-// by msw. Modal's own API is not: its few calls are stubbed on ControlPlane / ImageBuilds, and any
+// by msw. Modal's own API is not: its few calls are stubbed on ControlPlane / SandboxRpcs / ImageBuilds, and any
 // other gRPC call fails the test instead of leaving the machine (msw does not see HTTP/2 gRPC).
 import { HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { ImagePullError, SandboxLostError, type EnvironmentSpecInput, type PreflightCheck } from '@berth/core';
 import { createModalBackend } from '@berth/backend-modal';
 import { ImageBuilds } from '../src/image.js';
-import { ControlPlane, GrpcTransport } from '../src/wire/index.js';
+import { ControlPlane, GrpcTransport, SandboxRpcs } from '../src/wire/index.js';
 import { REALM, REGISTRY, SERVICE, bearerRegistry, type BearerRegistryOptions } from '../../../test/support/bearer-registry.js';
 
 const PASSWORD = 'pw-Tr34-never-printed';
@@ -105,11 +105,11 @@ describe('Modal preflight: the image check on a Bearer registry', () => {
 describe('Modal start: a container that could not be loaded, asked of a Bearer registry', () => {
   beforeEach(() => {
     vi.spyOn(ImageBuilds.prototype, 'ensure').mockResolvedValue('im-test');
-    vi.spyOn(ControlPlane.prototype, 'sandboxCreate').mockResolvedValue('sb-test');
-    vi.spyOn(ControlPlane.prototype, 'sandboxTaskId').mockResolvedValue({
+    vi.spyOn(SandboxRpcs.prototype, 'create').mockResolvedValue({ sandboxId: 'sb-test' });
+    vi.spyOn(SandboxRpcs.prototype, 'taskId').mockResolvedValue({
       result: { status: 'GENERIC_STATUS_INIT_FAILURE', exception: 'FetchSpec failed: loading container: file does not exist' },
     });
-    vi.spyOn(ControlPlane.prototype, 'sandboxTerminate').mockResolvedValue(undefined);
+    vi.spyOn(SandboxRpcs.prototype, 'terminate').mockResolvedValue(undefined);
   });
   const startFailure = (image: EnvironmentSpecInput['image']) =>
     backend()

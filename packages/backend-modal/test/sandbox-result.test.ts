@@ -24,12 +24,19 @@ const plan = Promise.resolve({ image: { ref: parseImageRef('busybox'), authType:
 
 /** A sandbox over a fake control plane: created at once; its task runs, or it ended as `started` says. */
 function sandbox(answers: { wait?: GenericResult; started?: GenericResult }) {
-  const control = {
-    sandboxCreate: async () => 'sb-1',
-    sandboxTaskId: async () => (answers.started ? { result: answers.started } : { taskId: 'ta-1' }),
-    sandboxWait: async () => answers.wait,
+  const sandboxes = {
+    create: async () => ({ sandboxId: 'sb-1' }),
+    taskId: async () => (answers.started ? { result: answers.started } : { taskId: 'ta-1' }),
+    wait: async () => answers.wait,
   };
-  const shared = { control, options: {}, app: async () => 'ap-1', images: { ensure: async () => 'im-1' }, mayProbe: () => false } as unknown as ModalShared;
+  const shared = {
+    sandboxes,
+    sandboxApi: 2,
+    options: {},
+    app: async () => 'ap-1',
+    images: { ensure: async () => 'im-1' },
+    mayProbe: () => false,
+  } as unknown as ModalShared;
   return new ModalSandbox(shared, 'env-1', spec, plan);
 }
 const ctx = () => ({ labels: {}, signal: new AbortController().signal, progress: () => undefined });
