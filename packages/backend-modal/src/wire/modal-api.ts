@@ -202,9 +202,11 @@ export class ControlPlane {
     request: Req,
     value: MessageValue<Req>,
     response: Res,
-    opts: { signal?: AbortSignal; idleTimeoutMs?: number; auth?: boolean } = {},
+    opts: { signal?: AbortSignal; idleTimeoutMs?: number; auth?: boolean; metadata?: Record<string, string> } = {},
   ): Promise<MessageValue<Res>> {
-    const ctx = this.#ctx(opts.signal, opts.idleTimeoutMs);
+    const base = this.#ctx(opts.signal, opts.idleTimeoutMs);
+    const extra = opts.metadata;
+    const ctx: CallContext = extra ? { ...base, metadata: async () => ({ ...(await base.metadata()), ...extra }) } : base;
     if (!opts.auth) return this.#rpc.unary(method, request, value, response, ctx);
     let sent: string | undefined;
     const withToken: CallContext = {

@@ -38,12 +38,17 @@ export interface CreatedSandbox {
   routerAccess?: RouterAccess;
 }
 
+/** The metadata key a V2 sandbox's own token goes back in, when SandboxCreateV2 gave one (the SDK: _impl_v2.py:112,231). */
+export const SANDBOX_TOKEN_HEADER = 'x-modal-sandbox-token';
+
 const tagList = (tags: Record<string, string>) => Object.entries(tags).map(([tag_name, tag_value]) => ({ tag_name, tag_value }));
 
 export class SandboxRpcs {
   readonly #control: ControlPlane;
   /** Which generation lists sandboxes (the sweep). V2's list holds V1 and V2 sandboxes alike. */
   readonly #listVersion: SandboxApiVersion;
+  /** sandbox_token of the V2 sandboxes this process made, sent back on their calls as the SDK does. A credential: never logged. */
+  readonly #sandboxTokens = new Map<string, string>();
 
   constructor(control: ControlPlane, listVersion: SandboxApiVersion = 2) {
     this.#control = control;
@@ -76,6 +81,7 @@ export class SandboxRpcs {
       { ...(signal ? { signal } : {}), auth: true },
     );
     const access = res.command_router_access;
+    if (res.sandbox_id && res.sandbox_token) this.#sandboxTokens.set(res.sandbox_id, res.sandbox_token);
     return {
       sandboxId: res.sandbox_id ?? '',
       ...(res.task_id ? { taskId: res.task_id } : {}),
@@ -95,7 +101,7 @@ export class SandboxRpcs {
       'SandboxGetTaskIdRequest',
       v1 ? { sandbox_id: sandboxId, timeout: timeoutSecs, wait_until_ready: true } : { sandbox_id: sandboxId },
       'SandboxGetTaskIdResponse',
-      { ...(signal ? { signal } : {}), ...(v1 ? { idleTimeoutMs: (timeoutSecs + 30) * 1000 } : { auth: true }) },
+      { ...(signal ? { signal } : {}), ...(v1 ? { idleTimeoutMs: (timeoutSecs + 30) * 1000 } : { auth: true, ...this.#tokenOf(sandboxId) }) },
     );
     return { ...(res.task_id ? { taskId: res.task_id } : {}), ...(res.task_result?.status ? { result: res.task_result } : {}) };
   }
@@ -108,7 +114,7 @@ export class SandboxRpcs {
       'SandboxWaitRequest',
       { sandbox_id: sandboxId, timeout: timeoutSecs },
       'SandboxWaitResponse',
-      { ...(signal ? { signal } : {}), idleTimeoutMs: (timeoutSecs + 30) * 1000, auth: !v1 },
+      { ...(signal ? { signal } : {}), idleTimeoutMs: (timeoutSecs + 30) * 1000, auth: !v1, ...this.#tokenOf(sandboxId) },
     );
     return res.result?.status ? res.result : undefined;
   }
@@ -118,7 +124,9 @@ export class SandboxRpcs {
     await this.#control.call(v1 ? 'SandboxTerminate' : 'SandboxTerminateV2', 'SandboxTerminateRequest', { sandbox_id: sandboxId }, 'SandboxTerminateResponse', {
       ...(signal ? { signal } : {}),
       auth: !v1,
+      ...this.#tokenOf(sandboxId),
     });
+    this.#sandboxTokens.delete(sandboxId);
   }
 
   /** Sandboxes of the app that carry every tag given (running ones: include_finished is left false, as the SDK does). */
@@ -151,8 +159,14 @@ export class SandboxRpcs {
       'SandboxGetCommandRouterAccessRequest',
       { sandbox_id: sandboxId },
       'SandboxGetCommandRouterAccessResponse',
-      { ...(signal ? { signal } : {}), auth: true },
+      { ...(signal ? { signal } : {}), auth: true, ...this.#tokenOf(sandboxId) },
     );
     return { jwt: res.jwt ?? '', url: res.url ?? '' };
+  }
+
+  /** The x-modal-sandbox-token metadata for a V2 sandbox that has one. */
+  #tokenOf(sandboxId: string): { metadata?: Record<string, string> } {
+    const token = this.#sandboxTokens.get(sandboxId);
+    return token ? { metadata: { [SANDBOX_TOKEN_HEADER]: token } } : {};
   }
 }
