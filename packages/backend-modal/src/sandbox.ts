@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { ConfigError, SandboxLostError, isBuiltImage, type EnvironmentSpec, type Operation } from '@berth/core';
+import { ConfigError, isBuiltImage, type EnvironmentSpec, type Operation } from '@berth/core';
 import {
   DEFAULT_LIFETIME_MS,
   defaultLifetimeMs,
   keepAliveCommand,
-  probeImage,
-  pullFailure,
   throwIfAborted,
   type CreateContext,
   type ProcessRequest,
@@ -22,6 +20,7 @@ import { mapModalError } from './modal-errors.js';
 import { createdNetwork, switchedAccess } from './network-access.js';
 import type { ModalBackendOptions } from './options.js';
 import { endReason } from './sandbox-result.js';
+import { startFailure } from './start-failure.js';
 import type { ModalShared } from './shared.js';
 import { sandboxApiFor } from './sandbox-api.js';
 import {
@@ -53,9 +52,6 @@ export function modalDefaultLifetimeMs(options: ModalBackendOptions): number {
     why: MODAL_LIFETIME_WHY,
   }) as number;
 }
-
-/** How a container that could not be loaded reads ("FetchSpec failed: loading container: file does not exist"). */
-const CONTAINER_NOT_LOADED = /FetchSpec failed|loading container|failed to (pull|load) image|image.*not found/i;
 
 /** Modal's bound on a command line; longer ones run through a script (see #argvScript). */
 const ARGV_LIMIT = 48 * 1024;
@@ -171,7 +167,7 @@ export class ModalSandbox implements SandboxTransport {
         this.#taskId = taskId;
         return;
       }
-      if (result) throw await this.#startFailure(result, plan);
+      if (result) throw await startFailure(result, plan, { base: this.#ctx('start'), mayProbe: (ref) => this.#shared.mayProbe(ref) });
       // Said once per long-poll, or about every LONG_POLL_SECS of 0.5 s polls.
       if (!polled || Date.now() - said >= LONG_POLL_SECS * 1000) {
         said = Date.now();
@@ -179,49 +175,6 @@ export class ModalSandbox implements SandboxTransport {
       }
       if (polled) await delay(TASK_ID_POLL_MS, ctx.signal);
     }
-  }
-
-  /**
-   * The sandbox ended before it ran. A container that could not be loaded is not guessed at: the
-   * registry is asked whether the image is pullable with the credentials the spec gave. Not
-   * pullable is the ImagePullError it is (seed 004: one clear error, not 102 mysterious ones);
-   * pullable means Modal's infrastructure failed, which is transient.
-   */
-  async #startFailure(result: GenericResult, plan: ImagePlan): Promise<Error> {
-    const text = result.exception?.trim() || String(result.status);
-    if (CONTAINER_NOT_LOADED.test(text)) {
-      // A named Modal secret's credentials are not berth's to see: the registry cannot be asked with them.
-      const probe = !plan.named && this.#shared.mayProbe(plan.ref) ? await probeImage(plan.ref, plan.probeWith).catch(() => undefined) : undefined;
-      if (probe && !probe.ok) {
-        return pullFailure(probe.message, {
-          ...this.#ctx('pull'),
-          image: plan.ref.original,
-          hadCredentials: plan.hadCredentials,
-          retryAfterMs: probe.retryAfterMs,
-          credentialsHint: 'pass spec.image.auth ({ username, password } or { secretName } of a Modal secret)',
-          cause: new Error(text),
-        });
-      }
-      const why = probe?.ok
-        ? 'the image is pullable with the credentials given, so Modal failed to load the container'
-        : 'whether the image is pullable could not be asked';
-      return new SandboxLostError({
-        ...this.#ctx('start'),
-        message: `the sandbox's container could not be loaded (${text}); ${why}`,
-        lastState: String(result.status),
-      });
-    }
-    if (result.status === 'GENERIC_STATUS_FAILURE') {
-      return new ConfigError({
-        ...this.#ctx('start'),
-        path: 'spec.image',
-        message: `the sandbox ended right after starting (${text}, exit ${result.exitcode ?? '?'}): berth needs /bin/sh in the image`,
-      });
-    }
-    // Anything else (TERMINATED, an eviction, a kernel OOM kill...) happened to the sandbox, not
-    // because of the spec: lost, in the words inspect() uses for the same end.
-    const reason = endReason(result);
-    return new SandboxLostError({ ...this.#ctx('start'), message: `the sandbox ended before it ran: ${reason}`, lastState: reason });
   }
 
   async inspect(): Promise<SandboxStatus> {
