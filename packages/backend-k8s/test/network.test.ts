@@ -68,10 +68,11 @@ describe('k8s network none, enforced by the cluster', () => {
     expect(await reaches(env)).toBe(false);
     // Ingress too: the public pod cannot reach a listener inside the 'none' pod.
     const ip = (await adminApi().readNamespacedPod({ name: env.id, namespace: NAMESPACE })).status?.podIP ?? '';
+    // The listener is up when its exec has started, which a loaded node can take past any fixed wait
+    // (CI once saw '' here with a 300 ms wait): the sender tries for 6 s, stopping at the first connection taken.
     const inbound = async () => {
-      const inside = env.exec('timeout 4 nc -l -p 7777 >/tmp/got; true');
-      await new Promise((r) => setTimeout(r, 300));
-      await online.exec(`printf in | nc -w 2 ${ip} 7777`);
+      const inside = env.exec('timeout 9 nc -l -p 7777 >/tmp/got; true');
+      await online.exec(`end=$(($(date +%s)+6)); while [ $(date +%s) -lt $end ]; do printf in | nc -w 1 ${ip} 7777 && break; sleep 1; done`);
       await inside;
       return (await env.exec('cat /tmp/got; rm -f /tmp/got')).stdout;
     };
