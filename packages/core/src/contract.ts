@@ -240,6 +240,75 @@ export interface Backend {
   preflight(spec?: EnvironmentSpecInput): Promise<PreflightReport>;
   /** Remove berth-labelled resources left behind by dead processes (with `dryRun`, only list them). */
   sweep(opts?: SweepOptions): Promise<SweepReport>;
+  /**
+   * A warm pool: `size` sandboxes of this spec started ahead and refilled as they are claimed,
+   * under this backend's creation limits. Validates spec and options at once (ConfigError); starts
+   * nothing until the first claim() or fill().
+   */
+  pool(spec: EnvironmentSpecInput, opts: PoolOptions): EnvironmentPool;
+}
+
+export interface PoolOptions {
+  /** How many started sandboxes the pool keeps waiting for a claim (1 to 1000). */
+  size: number;
+  /**
+   * An idle sandbox older than this is removed and replaced, so none waits past what the engine or
+   * the image's freshness allows. Default 10 minutes. A pooled sandbox's `timeouts.lifetimeMs`
+   * counts from its claim, not from its start (the engine's own deadline is set to lifetime plus
+   * this, as a backstop should berth's machine be gone).
+   */
+  maxIdleMs?: number;
+}
+
+/** What a pool holds and has done, counted since it was made. */
+export interface PoolStats {
+  /** Started and waiting for a claim. */
+  idle: number;
+  /** Being started now. */
+  starting: number;
+  /** Claims waiting for a sandbox. */
+  waiting: number;
+  /** Handed out by claim(). */
+  claimed: number;
+  /** Starts that failed. */
+  failed: number;
+  /** Idle sandboxes removed because they reached maxIdleMs. */
+  expired: number;
+  /** Idle sandboxes found dead at a claim, removed and never handed out. */
+  dead: number;
+}
+
+export interface PoolEvents {
+  /** A sandbox started and is waiting for a claim. */
+  ready: (environmentId: string) => void;
+  /** A claim got this sandbox, after waiting this long. */
+  claimed: (environmentId: string, waitedMs: number) => void;
+  /** An idle sandbox was removed: it reached maxIdleMs, was found dead at a claim, or the pool closed. */
+  removed: (environmentId: string, reason: 'expired' | 'dead' | 'closed') => void;
+  /** A start failed (the error is also the rejection of the oldest waiting claim, if any). */
+  failed: (error: unknown) => void;
+}
+
+/**
+ * Started sandboxes of one spec, kept ready (Backend.pool). A claimed environment is the caller's,
+ * exactly like one from backend.start(spec): tear it down when done. `await using` closes the pool.
+ */
+export interface EnvironmentPool extends AsyncDisposable {
+  readonly backend: string;
+  readonly spec: EnvironmentSpec;
+  readonly size: number;
+  readonly stats: Readonly<PoolStats>;
+  readonly events: TypedEvents<PoolEvents>;
+  /**
+   * A running sandbox: an idle one, checked alive first (a dead one is removed and the next tried),
+   * or the next to start. Rejects with the start's own error when the start meant for it fails,
+   * with CancelledError on `signal` or when the pool is closed while it waits.
+   */
+  claim(opts?: { signal?: AbortSignal }): Promise<Environment>;
+  /** Resolves once `size` sandboxes are idle; rejects with a start's error if one fails meanwhile. */
+  fill(opts?: { signal?: AbortSignal }): Promise<void>;
+  /** Rejects waiting claims, removes every sandbox the pool holds (waiting for starts in flight). Idempotent. */
+  close(): Promise<void>;
 }
 
 export type { EnvironmentSpec, EnvironmentSpecInput, ImageAuth };

@@ -12,11 +12,15 @@ export {
   type Environment,
   type EnvironmentEvents,
   type EnvironmentPhase,
+  type EnvironmentPool,
   type ExecOptions,
   type ExecResult,
   type ExecStdin,
   type ImageAuthKind,
   type NetworkMode,
+  type PoolEvents,
+  type PoolOptions,
+  type PoolStats,
   type PreflightCheck,
   type PreflightReport,
   type PreflightStatus,
@@ -128,3 +132,4 @@ export type {
   TrialSandboxes,
   ValidityThresholds,
 } from './trials/types.js';
+export { pooled, type PooledBackend } from './pool/pooled-backend.js';

@@ -5,6 +5,8 @@ import {
   type Environment,
   type EnvironmentSpec,
   type EnvironmentSpecInput,
+  type EnvironmentPool,
+  type PoolOptions,
   type PreflightCheck,
   type PreflightReport,
   type SweepOptions,
@@ -18,6 +20,8 @@ import type { CommonBackendOptions } from './common-options.js';
 import { CreationLimiter, type CreationLimits } from './creation-limiter.js';
 import { SandboxEnvironment } from './environment.js';
 import { Guardian, type GuardianTarget } from './guardian.js';
+import { poolOptions } from './pool-options.js';
+import { SandboxPool } from './sandbox-pool.js';
 import { Sweep, type SweepTarget } from './sweep-rule.js';
 import type { TransferMode } from './transfers.js';
 import type { SandboxTransport } from './transport.js';
@@ -71,21 +75,39 @@ export function defineBackend<Extra extends object = object>(def: BackendDefinit
   const limiter = new CreationLimiter(def.options.creation ?? def.defaultCreation);
   const guardian = new Guardian(def.name, def.options.guardian, def.guardian?.bind(def));
 
-  const environment = (input: EnvironmentSpecInput): Environment => {
+  const parse = (input: EnvironmentSpecInput): EnvironmentSpec => {
     const spec = parseEnvironmentSpec(input, { backend: def.name });
     assertSupported(spec, def.capabilities, def.name, def.hints ?? {});
+    return spec;
+  };
+
+  /** A pooled sandbox's engine deadline is its lifetime plus the longest it may wait idle; the kit enforces the lifetime from its claim. */
+  const make = (spec: EnvironmentSpec, pooled?: { maxIdleMs: number }): SandboxEnvironment => {
     const id = newEnvironmentId(def.options.namePrefix ?? 'berth');
+    const lifetimeMs = spec.timeouts.lifetimeMs;
+    const engineSpec = pooled && lifetimeMs !== undefined ? { ...spec, timeouts: { ...spec.timeouts, lifetimeMs: lifetimeMs + pooled.maxIdleMs } } : spec;
     return new SandboxEnvironment({
       backend: def.name,
       id,
       spec,
-      transport: def.transport(id, spec),
+      transport: def.transport(id, engineSpec),
       limiter,
       capabilities: def.capabilities,
       transfers: def.transfers ?? 'native',
       beforeCreate: () => guardian.ensure(),
+      ...(pooled ? { pooled: true } : {}),
       ...(def.options.labels ? { labels: def.options.labels } : {}),
     });
+  };
+
+  const environment = (input: EnvironmentSpecInput): Environment => make(parse(input));
+
+  const pool = (input: EnvironmentSpecInput, opts: PoolOptions): EnvironmentPool => {
+    const { size, maxIdleMs } = poolOptions(opts);
+    const spec = parse(input);
+    // The transport may refuse what the spec asks (a ConfigError): now, not at the first start.
+    make(spec, { maxIdleMs });
+    return new SandboxPool({ backend: def.name, spec, size, maxIdleMs, make: () => make(spec, { maxIdleMs }) });
   };
 
   const report = (checks: PreflightCheck[]): PreflightReport => ({ backend: def.name, ok: checks.every((c) => c.status !== 'fail'), checks });
@@ -132,6 +154,7 @@ export function defineBackend<Extra extends object = object>(def: BackendDefinit
     start: async (input, opts = {}) => startAndCleanUp(environment(input), opts),
     preflight,
     sweep,
+    pool,
   };
   return Object.assign(backend, extra ?? {}) as DefinedBackend<Extra>;
 }

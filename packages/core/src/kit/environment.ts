@@ -56,6 +56,11 @@ export interface SandboxEnvironmentOptions {
   capabilities?: Partial<Pick<Capabilities, 'tty' | 'execUser'>>;
   /** Called before each sandbox creation (defineBackend starts the backend's guardian at the first). */
   beforeCreate?: () => void;
+  /**
+   * A warm pool's sandbox: `timeouts.lifetimeMs` counts from `claimed()`, not from the start (the
+   * transport's engine deadline is the backstop, set later by the pool's maxIdleMs).
+   */
+  pooled?: boolean;
 }
 
 /** When a command was killed from outside, how long the backend may take to agree the sandbox died. */
@@ -67,7 +72,7 @@ const LOSS_SETTLE_MS = 1000;
  */
 const UNKNOWN_EXIT_SETTLE_MS = 5000;
 /** The 'stopped' phase's detail when teardown had nothing to remove. */
-const NEVER_CREATED = 'nothing to remove: the sandbox was never created';
+export const NEVER_CREATED = 'nothing to remove: the sandbox was never created';
 
 /**
  * A full `Environment` over a backend's `SandboxTransport`: the lifecycle (phases, a startup
@@ -95,6 +100,10 @@ export class SandboxEnvironment implements Environment {
   /** teardown() was called: no operation may start, whatever came of the removal. */
   #closed = false;
   #network: NetworkMode;
+  /** A pooled sandbox's lifetime, armed at its claim. */
+  #lifetimeTimer: NodeJS.Timeout | undefined;
+  /** The removal that timer started, which teardown waits for. */
+  #expiring: Promise<void> | undefined;
 
   constructor(options: SandboxEnvironmentOptions) {
     this.id = options.id;
@@ -196,9 +205,11 @@ export class SandboxEnvironment implements Environment {
 
   async teardown(opts: { signal?: AbortSignal } = {}): Promise<TeardownResult> {
     this.#closed = true;
+    clearTimeout(this.#lifetimeTimer);
     this.#teardown ??= (async () => {
       // Let an in-flight start finish (or fail) first, so its sandbox is not left behind.
       if (this.#starting) await this.#starting.catch(() => undefined);
+      await this.#expiring;
       this.#setPhase('stopping');
       const map = (error: unknown) => (BerthError.isInstance(error) ? error : (this.#transport.mapError(error, 'teardown') ?? error));
       const removed = await this.#removal.remove(map, opts.signal);
@@ -244,6 +255,35 @@ export class SandboxEnvironment implements Environment {
       return new TaskFailure({ ...this.#ctx(operation), kind: 'LifetimeExceeded', message: this.#lifetimeMessage(operation), cause });
     }
     return new SandboxLostError({ ...this.#ctx(operation), message: `sandbox ${this.id} was lost during ${operation}: ${reason}`, lastState: reason, cause });
+  }
+
+  // ----------------------------------------------------------------------------- warm pools
+
+  /**
+   * Is the started sandbox still running? One status read, what a pool asks before a claim; a dead
+   * one is marked lost. False also when it is not running for any other reason (never started,
+   * torn down).
+   */
+  async probe(): Promise<boolean> {
+    if (this.#phase !== 'running' || this.#closed) return false;
+    try {
+      return (await this.#checkAlive('start')) === undefined;
+    } catch {
+      return false;
+    }
+  }
+
+  /** A pool handed this sandbox out: from now its `timeouts.lifetimeMs` runs, enforced by the kit. */
+  claimed(): void {
+    const lifetime = this.spec.timeouts.lifetimeMs;
+    if (!this.#options.pooled || lifetime === undefined || this.#closed) return;
+    this.#lifetimeTimer = setTimeout(() => {
+      // What the engine does at a deadline: end the sandbox, and let the operations in flight find out.
+      this.#lifetimeExceeded = true;
+      this.#expiring = this.#transport.remove().catch(() => undefined);
+      this.#markLost(`reached its lifetime of ${lifetime} ms (timeouts.lifetimeMs) since its claim from a warm pool`);
+    }, lifetime);
+    this.#lifetimeTimer.unref();
   }
 
   /** Whose lifetime ran out: the spec's, or the backend's default (then the option that sets it). */

@@ -4,6 +4,8 @@
  * what a spec needs checked, what it manages); the kit does the rest. See the "Writing a backend"
  * section of @berth/core's README.
  */
+export { SandboxPool, type SandboxPoolOptions } from './sandbox-pool.js';
+export { DEFAULT_MAX_IDLE_MS, MAX_POOL_SIZE } from './pool-options.js';
 export { defineBackend, type BackendDefinition, type DefinedBackend, type ManagedResource } from './define-backend.js';
 export { GUARDIAN_ENV, guardianEnabled, type GuardianTarget } from './guardian.js';
 export {
