@@ -12,7 +12,7 @@ REGISTRY_PASS=berth-test-secret
 LOCAL_IMAGE=berth-test/busybox:latest
 PRIVATE_REPO=$REGISTRY_ADDR/berth/private-busybox
 # One tag per test area, so a test that pulls with credentials never makes another's anonymous pull succeed.
-PRIVATE_TAGS='latest exec errors harbor build k8s mounts seed-001 cli cli-2 cli-3 cli-report sdk'
+PRIVATE_TAGS='latest exec errors harbor build k8s mounts seed-001 cli cli-2 cli-3 cli-report sdk pooled k8s-pooled'
 PRIVATE_IMAGE=$PRIVATE_REPO:latest
 
 log() { printf '[setup] %s\n' "$*" >&2; }

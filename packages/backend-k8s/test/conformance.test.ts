@@ -1,66 +1,12 @@
 // The behavioural conformance suite against a real one-node Kubernetes (test/kube/setup.sh):
 // pods on containerd, exec over the API server's WebSocket, transfers as tar over exec. The backend
 // runs as a service account bound only to the Role the package ships; faults come as the admin.
-import Docker from 'dockerode';
-import { SESSION_ID } from '@berth/core';
-import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
-import { createRegistryImageBuilder } from '@berth/backend-docker';
 import { afterAll } from 'vitest';
 import { describeBackendConformance, listenForTokens } from '@berth/conformance';
-import { createK8sBackend } from '@berth/backend-k8s';
-import { BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS, adminApi, ctr, TOLERATE_FAULT } from './support/cluster.js';
+import { POD_BRIDGE_ADDRESS } from './support/cluster.js';
+import { k8sConformance } from './support/k8s-conformance.js';
 
-// Builds: the local Docker engine builds, pushes to the test registry, and the node pulls from there.
-const builder = createRegistryImageBuilder({ repository: '127.0.0.1:5000/berth/builds', auth: { username: 'berth', password: 'berth-test-secret' } });
-
-// What the backend's in-pod network checks connect to: the test cluster has no kube-proxy, so pods
-// cannot reach the API server's service (the default); they reach this machine on their bridge.
 const probe = await listenForTokens(POD_BRIDGE_ADDRESS);
 afterAll(() => probe.close());
 
-describeBackendConformance({
-  name: 'k8s',
-  // probeRegistries: only the loopback registry is asked (the basic image is on the node only).
-  createBackend: () =>
-    createK8sBackend({
-      kubeconfig: { file: BERTH_KUBECONFIG },
-      namespace: NAMESPACE,
-      tolerations: TOLERATE_FAULT,
-      probeRegistries: ['127.0.0.1:5000'],
-      builder,
-      networkPolicy: { probe: { host: probe.host, port: probe.port } },
-    }),
-  // Network cases: public pods reach this machine on their bridge; kube-router enforces 'none'.
-  reachableListener: () => listenForTokens(POD_BRIDGE_ADDRESS),
-  images: {
-    basic: 'berth-test/busybox:latest',
-    // Credentials in the spec: the backend makes the pull secret itself (see pull-secrets.test.ts for secretName).
-    private: { ref: '127.0.0.1:5000/berth/private-busybox:k8s', auth: { username: 'berth', password: 'berth-test-secret' } },
-    missing: '127.0.0.1:5000/berth/does-not-exist:nope',
-  },
-  specDefaults: { network: 'public' },
-  faults: {
-    // Deleted from outside, as an eviction or an operator would.
-    kill: async (env) => {
-      await adminApi().deleteNamespacedPod({ name: env.id, namespace: NAMESPACE, gracePeriodSeconds: 0 });
-    },
-    forgetImage: async (ref) => {
-      await ctr('images', 'rm', ref).catch(() => undefined);
-    },
-    // The engine's built image; the pushed copy stays in the test registry (its tag is the content hash).
-    forgetBuild: async (context) => {
-      const tag = buildTag(await hashBuildContext({ context, dockerfile: 'Dockerfile', args: {}, network: 'none' }));
-      await new Docker()
-        .getImage(tag)
-        .remove({ force: true })
-        .catch(() => undefined);
-    },
-    listLeftovers: async () => {
-      const pods = await adminApi().listNamespacedPod({
-        namespace: NAMESPACE,
-        labelSelector: `berth.session=${SESSION_ID},berth.owner-pid=${process.pid}`,
-      });
-      return pods.items.map((p) => p.metadata?.name ?? '?');
-    },
-  },
-});
+describeBackendConformance(k8sConformance(probe));

@@ -1,54 +1,16 @@
 // The behavioural conformance suite against the Modal simulator (test/sim): the real wire protocol
 // over TLS, each sandbox a real container on the Docker engine, images pulled from the real
 // registry with the credentials the spec gave.
-import Docker from 'dockerode';
 import { afterAll } from 'vitest';
-import { SESSION_ID } from '@berth/core';
-import { describeBackendConformance, listenForTokens } from '@berth/conformance';
-import { createModalBackend } from '@berth/backend-modal';
-import { bridgeGateway } from '../../backend-docker/test/support/bridge.js';
+import { describeBackendConformance } from '@berth/conformance';
 import { ModalSimulator } from './sim/index.js';
+import { modalConformance } from './support/modal-conformance.js';
 
 const sim = await ModalSimulator.start();
-const docker = new Docker();
 const backends: Array<{ close(): Promise<void> }> = [];
 afterAll(async () => {
   await Promise.all(backends.map((b) => b.close()));
   await sim.close();
 });
 
-/** The containers behind this process's sandboxes (the simulator labels them with berth's tags). */
-async function containers(filter: string[]) {
-  return docker.listContainers({ all: true, filters: { label: ['berth.modal-sim', ...filter] } });
-}
-
-describeBackendConformance({
-  name: 'modal',
-  variant: 'simulator',
-  createBackend: () => {
-    const backend = createModalBackend(sim.clientOptions());
-    backends.push(backend);
-    return backend;
-  },
-  images: {
-    basic: 'berth-test/busybox:latest',
-    private: { ref: '127.0.0.1:5000/berth/private-busybox:latest', auth: { username: 'berth', password: 'berth-test-secret' } },
-    missing: '127.0.0.1:5000/berth/does-not-exist:nope',
-  },
-  // The simulator runs public sandboxes on the engine's default bridge: its gateway is this machine.
-  reachableListener: async () => listenForTokens(await bridgeGateway(docker)),
-  faults: {
-    // The container killed under Modal, as a worker failure would.
-    kill: async (env) => {
-      for (const c of await containers([`modal.tag.berth.environment=${env.id}`]))
-        await docker
-          .getContainer(c.Id)
-          .kill()
-          .catch(() => undefined);
-    },
-    listLeftovers: async () =>
-      (await containers([`modal.tag.berth.session=${SESSION_ID}`, `modal.tag.berth.owner-pid=${process.pid}`])).map(
-        (c) => c.Labels['modal.tag.berth.environment'] ?? c.Id,
-      ),
-  },
-});
+describeBackendConformance(modalConformance(sim, backends));

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BerthError, type Backend, type Environment, type EnvironmentSpecInput } from '@berth/core';
+import { BerthError, pooled, type Backend, type Environment, type EnvironmentSpecInput, type PooledBackend } from '@berth/core';
 import type { CapabilityHints } from '@berth/core/backend-kit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { CaseNeed, ConformanceOptions } from './options.js';
@@ -64,6 +64,8 @@ export class Harness {
   /** Every error a case expected and received, for the taxonomy checks at the end. */
   readonly errors: BerthError[] = [];
   #backend: Backend | undefined;
+  #raw: Backend | undefined;
+  #pooled: PooledBackend | undefined;
   readonly #envs = new Set<Environment>();
   readonly #tempDirs: string[] = [];
 
@@ -76,10 +78,28 @@ export class Harness {
     return this.options.name;
   }
 
-  /** The backend under test, made on first use (the factory promises to do no I/O). */
+  /**
+   * The backend the cases use, made on first use (the factory promises to do no I/O): with
+   * `options.pool`, the backend through warm pools (`pooled()`), so every case's sandbox is a claimed one.
+   */
   backend(): Backend {
-    this.#backend ??= this.options.createBackend();
+    if (!this.#backend) {
+      const raw = this.rawBackend();
+      this.#pooled = this.options.pool ? pooled(raw, this.options.pool) : undefined;
+      this.#backend = this.#pooled ?? raw;
+    }
     return this.#backend;
+  }
+
+  /** The backend itself, never through pools (the pool cases make their own). */
+  rawBackend(): Backend {
+    this.#raw ??= this.options.createBackend();
+    return this.#raw;
+  }
+
+  /** Close the pools of a pooled run (their idle sandboxes are removed); nothing without `options.pool`. */
+  async closePools(): Promise<void> {
+    await this.#pooled?.close();
   }
 
   /** A duration scaled by timeoutScale. */

@@ -1,9 +1,12 @@
-import type { Backend, Environment, EnvironmentSpecInput, ImageAuth } from '@berth/core';
+import type { Backend, Environment, EnvironmentSpecInput, ImageAuth, PoolOptions } from '@berth/core';
 
 /** Ways to make the infrastructure fail from outside, so the suite can check what berth reports. */
 export interface ConformanceFaults {
-  /** Make the sandbox die from outside (e.g. `docker kill`, delete the pod, terminate the sandbox). */
-  kill?: (env: Environment) => Promise<void>;
+  /**
+   * Make the sandbox die from outside (e.g. `docker kill`, delete the pod, terminate the sandbox),
+   * found by its id (a pooled sandbox killed while idle has no Environment in the case's hands).
+   */
+  kill?: (env: Pick<Environment, 'id'>) => Promise<void>;
   /** Remove a cached image so that the next start really pulls it. Must not fail if it is absent. */
   forgetImage?: (ref: string) => Promise<void>;
   /** Remove what building this context left behind (its image, its cached layers). Must not fail if there is nothing. */
@@ -70,6 +73,12 @@ export interface ConformanceOptions {
    * backend does not claim needs no entry: the suite skips it itself (see CASE_REQUIREMENTS).
    */
   skip?: Readonly<Record<string, string>>;
+  /**
+   * Run every case through warm pools of this size: the cases' backend is `pooled(createBackend(),
+   * pool)`, so each sandbox they get is a claimed one, which must be indistinguishable from a fresh
+   * one. The pool cases (pool.*) run either way, on the backend itself.
+   */
+  pool?: PoolOptions;
 }
 
 /** What a case needs beyond the basic image; a case whose needs are not met is skipped, visibly. */

@@ -53,3 +53,19 @@ export function skippedCasesTable(backends: ReadonlyArray<{ name: string; capabi
   });
   return ['| backend | skipped case | why |', '|---|---|---|', ...rows].join('\n');
 }
+
+/** The warm-pool cases: they make their own pools on the backend itself, so a run through pools (options.pool) repeats them for nothing. */
+export const POOL_CASES = ['pool.claim', 'pool.dead-while-idle', 'pool.failed-start', 'pool.close-while-claims-wait', 'pool.lifetime-from-claim'] as const;
+
+/**
+ * What a run through warm pools (options.pool) may skip, with the reason: the pool cases (above) and
+ * the cases that only move bulk data through a sandbox that is already running, where a claimed
+ * sandbox and a fresh one take the same code path after the claim. Keeps a pooled run short in CI.
+ */
+export const POOLED_SKIP: Readonly<Record<string, string>> = {
+  ...Object.fromEntries(POOL_CASES.map((id) => [id, 'a pool case: it runs on the backend itself, in the run without pools'])),
+  'transfer.large-file': 'bulk data through a running sandbox: the same path as without pools (the run without pools has it)',
+  'transfer.many-files': 'bulk data through a running sandbox: the same path as without pools (the run without pools has it)',
+  'exec.output-cap-default': 'bulk output from a running sandbox: the same path as without pools (the run without pools has it)',
+  'exec.stdin-stream': 'bulk input to a running sandbox: the same path as without pools (the run without pools has it)',
+};

@@ -10,6 +10,7 @@ import { imageBuildCases } from './cases/images-build.js';
 import { lifecycleCases } from './cases/lifecycle.js';
 import { lostCases } from './cases/lost.js';
 import { mountCases } from './cases/mounts.js';
+import { poolCases } from './cases/pool.js';
 import { transferCases } from './cases/transfer.js';
 import { transferAbortCases } from './cases/transfer-abort.js';
 import { describeError, Harness } from './harness.js';
@@ -27,7 +28,8 @@ export function describeBackendConformance(options: ConformanceOptions): void {
   if (!options.images?.basic) throw new Error('describeBackendConformance: options.images.basic is required');
   const h = new Harness(options);
 
-  describe(`berth conformance: ${options.name}${options.variant ? ` (${options.variant})` : ''}`, () => {
+  const variant = [options.variant, options.pool ? `through warm pools of ${options.pool.size}` : undefined].filter(Boolean).join(', ');
+  describe(`berth conformance: ${options.name}${variant ? ` (${variant})` : ''}`, () => {
     lifecycleCases(h);
     execCases(h);
     execStdinCases(h);
@@ -41,6 +43,7 @@ export function describeBackendConformance(options: ConformanceOptions): void {
     imageCases(h);
     imageBuildCases(h);
     errorCases(h);
+    poolCases(h);
 
     describe('cleanup', () => {
       h.defineCase({
@@ -51,6 +54,7 @@ export function describeBackendConformance(options: ConformanceOptions): void {
         run: async () => {
           const failures = await h.releaseAll();
           expect(failures.map(describeError), 'teardown failures').toEqual([]);
+          await h.closePools();
           expect(await options.faults!.listLeftovers!()).toEqual([]);
         },
       });
@@ -69,6 +73,7 @@ export function describeBackendConformance(options: ConformanceOptions): void {
         );
       }
       const failures = await h.releaseAll();
+      await h.closePools();
       await h.removeTempDirs();
       if (failures.length > 0) {
         throw new Error(`teardown failed for ${failures.length} environment(s): ${failures.map(describeError).join('; ')}`);

@@ -1,9 +1,23 @@
 import Docker from 'dockerode';
 
-/** The engine's default bridge's gateway: this machine's own address there, which a public container reaches. */
+interface BridgeNetwork {
+  IPAM?: { Config?: Array<{ Gateway?: string; Subnet?: string }> };
+}
+
+/**
+ * The engine's default bridge's gateway: this machine's own address there, which a public
+ * container reaches. An engine whose default bridge was made on its first start may report no
+ * Gateway in IPAM (seen with Docker 20.10 on a new machine); the default bridge's gateway is then
+ * its subnet's first address, which is what the engine gives docker0.
+ */
 export async function bridgeGateway(docker: Docker = new Docker()): Promise<string> {
-  const bridge = (await docker.getNetwork('bridge').inspect()) as { IPAM?: { Config?: Array<{ Gateway?: string }> } };
-  const gateway = bridge.IPAM?.Config?.find((c) => c.Gateway)?.Gateway;
-  if (!gateway) throw new Error("the engine's bridge network has no gateway address");
-  return gateway;
+  const bridge = (await docker.getNetwork('bridge').inspect()) as BridgeNetwork;
+  const config = bridge.IPAM?.Config ?? [];
+  const gateway = config.find((c) => c.Gateway)?.Gateway;
+  if (gateway) return gateway;
+  const subnet = config.find((c) => c.Subnet && /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(c.Subnet))?.Subnet;
+  if (!subnet) throw new Error("the engine's bridge network has neither a gateway address nor an IPv4 subnet");
+  const octets = subnet.split('/')[0]!.split('.').map(Number);
+  octets[3] = octets[3]! + 1;
+  return octets.join('.');
 }

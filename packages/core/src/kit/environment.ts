@@ -63,6 +63,11 @@ export interface SandboxEnvironmentOptions {
   pooled?: boolean;
 }
 
+/** An event of a pooled sandbox's start, kept for whoever claims it: its name and arguments. */
+export type StartupEvent = [name: 'phase' | 'pull' | 'build', args: unknown[]];
+/** A start's events kept at most (a long build's log is cut there). */
+const MAX_STARTUP_EVENTS = 2000;
+
 /** When a command was killed from outside, how long the backend may take to agree the sandbox died. */
 const LOSS_SETTLE_MS = 1000;
 /**
@@ -100,6 +105,8 @@ export class SandboxEnvironment implements Environment {
   /** teardown() was called: no operation may start, whatever came of the removal. */
   #closed = false;
   #network: NetworkMode;
+  /** A pooled sandbox's start, as its events told it, until the claim (whoever claims it heard none of them). */
+  #startupEvents: StartupEvent[] | undefined;
   /** A pooled sandbox's lifetime, armed at its claim. */
   #lifetimeTimer: NodeJS.Timeout | undefined;
   /** The removal that timer started, which teardown waits for. */
@@ -113,6 +120,7 @@ export class SandboxEnvironment implements Environment {
     this.#transport = options.transport;
     this.#options = options;
     this.#removal = new SandboxRemoval(options.transport);
+    if (options.pooled) this.#recordStartup();
     this.#transfers = new Transfers(this.#transport, options.transfers ?? 'native', {
       ctx: (op) => this.#ctx(op),
       ensureUsable: (op) => this.#usable(op),
@@ -273,8 +281,25 @@ export class SandboxEnvironment implements Environment {
     }
   }
 
+  #recordStartup(): void {
+    const log: StartupEvent[] = [];
+    this.#startupEvents = log;
+    for (const name of ['phase', 'pull', 'build'] as const) {
+      this.events.on(name, (...args: unknown[]) => {
+        if (this.#startupEvents === log && log.length < MAX_STARTUP_EVENTS) log.push([name, args]);
+      });
+    }
+  }
+
+  /** A pooled sandbox's start as its events told it before the claim (phases, pull and build progress), for the claimer to replay. */
+  get startupEvents(): readonly StartupEvent[] {
+    return this.#startupEvents ?? [];
+  }
+
   /** A pool handed this sandbox out: from now its `timeouts.lifetimeMs` runs, enforced by the kit. */
   claimed(): void {
+    // Recording stops: what follows, the claimer hears itself.
+    this.#startupEvents = [...(this.#startupEvents ?? [])];
     const lifetime = this.spec.timeouts.lifetimeMs;
     if (!this.#options.pooled || lifetime === undefined || this.#closed) return;
     this.#lifetimeTimer = setTimeout(() => {

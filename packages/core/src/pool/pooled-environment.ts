@@ -14,7 +14,7 @@ import type {
 } from '../contract.js';
 import { ConfigError, type Operation } from '../errors.js';
 import { createEvents } from '../events.js';
-import { NEVER_CREATED } from '../kit/environment.js';
+import { NEVER_CREATED, SandboxEnvironment } from '../kit/environment.js';
 import type { EnvironmentSpec } from '../spec.js';
 
 const FORWARDED = ['phase', 'pull', 'build', 'lost'] as const;
@@ -71,9 +71,11 @@ export class PooledEnvironment implements Environment {
           await inner.teardown().catch(() => undefined);
           throw this.#tornDown('start');
         }
+        const emit = this.events.emit.bind(this.events) as (name: string, ...args: unknown[]) => boolean;
+        // What the sandbox's start reported before this claim (its pull, its build), then 'running'.
+        if (inner instanceof SandboxEnvironment) for (const [name, args] of inner.startupEvents) if (name !== 'phase') emit(name, ...args);
         this.#inner = inner;
-        for (const name of FORWARDED)
-          inner.events.on(name, (...args: unknown[]) => (this.events.emit as (n: string, ...a: unknown[]) => boolean)(name, ...args));
+        for (const name of FORWARDED) inner.events.on(name, (...args: unknown[]) => emit(name, ...args));
         this.events.emit('phase', 'running');
       } catch (error) {
         this.#setPhase('failed', error instanceof Error ? error.message : String(error));

@@ -1,0 +1,66 @@
+// What the Kubernetes conformance runs share: the backend's options, the images and the fault
+// hooks (as the admin). The caller gives the listener the backend's in-pod network check connects to.
+import Docker from 'dockerode';
+import { SESSION_ID } from '@berth/core';
+import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
+import { createRegistryImageBuilder } from '@berth/backend-docker';
+import { listenForTokens, type ConformanceOptions, type ReachableListener } from '@berth/conformance';
+import { createK8sBackend } from '@berth/backend-k8s';
+import { BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS, adminApi, ctr, TOLERATE_FAULT } from './cluster.js';
+
+// Builds: the local Docker engine builds, pushes to the test registry, and the node pulls from there.
+const builder = createRegistryImageBuilder({ repository: '127.0.0.1:5000/berth/builds', auth: { username: 'berth', password: 'berth-test-secret' } });
+
+/**
+ * The suite's options; `probe` is what the backend's in-pod network checks connect to (the test
+ * cluster has no kube-proxy, so pods cannot reach the API server's service; they reach this machine
+ * on their bridge).
+ */
+export function k8sConformance(probe: Pick<ReachableListener, 'host' | 'port'>): ConformanceOptions {
+  return {
+    name: 'k8s',
+    // probeRegistries: only the loopback registry is asked (the basic image is on the node only).
+    createBackend: () =>
+      createK8sBackend({
+        kubeconfig: { file: BERTH_KUBECONFIG },
+        namespace: NAMESPACE,
+        tolerations: TOLERATE_FAULT,
+        probeRegistries: ['127.0.0.1:5000'],
+        builder,
+        networkPolicy: { probe: { host: probe.host, port: probe.port } },
+      }),
+    // Network cases: public pods reach this machine on their bridge; kube-router enforces 'none'.
+    reachableListener: () => listenForTokens(POD_BRIDGE_ADDRESS),
+    images: {
+      basic: 'berth-test/busybox:latest',
+      // Credentials in the spec: the backend makes the pull secret itself (see pull-secrets.test.ts for secretName).
+      private: { ref: '127.0.0.1:5000/berth/private-busybox:k8s', auth: { username: 'berth', password: 'berth-test-secret' } },
+      missing: '127.0.0.1:5000/berth/does-not-exist:nope',
+    },
+    specDefaults: { network: 'public' },
+    faults: {
+      // Deleted from outside, as an eviction or an operator would.
+      kill: async (env) => {
+        await adminApi().deleteNamespacedPod({ name: env.id, namespace: NAMESPACE, gracePeriodSeconds: 0 });
+      },
+      forgetImage: async (ref) => {
+        await ctr('images', 'rm', ref).catch(() => undefined);
+      },
+      // The engine's built image; the pushed copy stays in the test registry (its tag is the content hash).
+      forgetBuild: async (context) => {
+        const tag = buildTag(await hashBuildContext({ context, dockerfile: 'Dockerfile', args: {}, network: 'none' }));
+        await new Docker()
+          .getImage(tag)
+          .remove({ force: true })
+          .catch(() => undefined);
+      },
+      listLeftovers: async () => {
+        const pods = await adminApi().listNamespacedPod({
+          namespace: NAMESPACE,
+          labelSelector: `berth.session=${SESSION_ID},berth.owner-pid=${process.pid}`,
+        });
+        return pods.items.map((p) => p.metadata?.name ?? '?');
+      },
+    },
+  };
+}

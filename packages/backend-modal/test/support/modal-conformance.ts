@@ -1,0 +1,49 @@
+// What the Modal conformance runs share: the simulator's client options, the images and the fault
+// hooks (the simulator's containers on the Docker engine).
+import Docker from 'dockerode';
+import { SESSION_ID } from '@berth/core';
+import { listenForTokens, type ConformanceOptions } from '@berth/conformance';
+import { createModalBackend } from '@berth/backend-modal';
+import { bridgeGateway } from '../../../backend-docker/test/support/bridge.js';
+import type { ModalSimulator } from '../sim/index.js';
+
+const docker = new Docker();
+
+/** The containers behind this process's sandboxes (the simulator labels them with berth's tags). */
+async function containers(filter: string[]) {
+  return docker.listContainers({ all: true, filters: { label: ['berth.modal-sim', ...filter] } });
+}
+
+/** The suite's options against `sim`; every backend made is pushed on `backends`, for the caller to close. */
+export function modalConformance(sim: ModalSimulator, backends: Array<{ close(): Promise<void> }>): ConformanceOptions {
+  return {
+    name: 'modal',
+    variant: 'simulator',
+    createBackend: () => {
+      const backend = createModalBackend(sim.clientOptions());
+      backends.push(backend);
+      return backend;
+    },
+    images: {
+      basic: 'berth-test/busybox:latest',
+      private: { ref: '127.0.0.1:5000/berth/private-busybox:latest', auth: { username: 'berth', password: 'berth-test-secret' } },
+      missing: '127.0.0.1:5000/berth/does-not-exist:nope',
+    },
+    // The simulator runs public sandboxes on the engine's default bridge: its gateway is this machine.
+    reachableListener: async () => listenForTokens(await bridgeGateway(docker)),
+    faults: {
+      // The container killed under Modal, as a worker failure would.
+      kill: async (env) => {
+        for (const c of await containers([`modal.tag.berth.environment=${env.id}`]))
+          await docker
+            .getContainer(c.Id)
+            .kill()
+            .catch(() => undefined);
+      },
+      listLeftovers: async () =>
+        (await containers([`modal.tag.berth.session=${SESSION_ID}`, `modal.tag.berth.owner-pid=${process.pid}`])).map(
+          (c) => c.Labels['modal.tag.berth.environment'] ?? c.Id,
+        ),
+    },
+  };
+}
