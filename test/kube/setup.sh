@@ -171,6 +171,13 @@ cat >"$KUBE_STATE/cni/net.d/10-berth.conflist" <<EOF
     "ipam": { "type": "host-local", "ranges": [[{ "subnet": "10.244.0.0/24" }]], "routes": [] } },
   { "type": "portmap", "capabilities": { "portMappings": true } } ] }
 EOF
+# The bridge itself, made now rather than by the first pod: tests listen on its address (10.244.0.1)
+# before they start any pod. The CNI plugin adopts it (the address it would give is already there).
+if ! ip link show berth0 >/dev/null 2>&1; then
+  ip link add berth0 type bridge
+  ip addr add 10.244.0.1/24 dev berth0
+fi
+ip link set berth0 up
 start containerd containerd --config "$CTRD/config.toml"
 wait_for containerd 30 ctr --address "$CTRD_SOCK" version
 CTR=(ctr --address "$CTRD_SOCK" -n k8s.io)

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -145,11 +146,54 @@ describe('berth run (the built binary, off a TTY)', () => {
     expect(data.report.invalidReasons.join(' ')).toMatch(/coverage 0.333 is under 0.95/);
   }, 120_000);
 
+  it('--pool n starts trials from warm pools: the run is the same, and nothing the pools held is left', async () => {
+    const tasks = await writeDataset(join(root, 'pooled'), [
+      { id: 'pooled-a', kind: 'pass' },
+      { id: 'pooled-b', kind: 'fail' },
+    ]);
+    const jobDir = join(root, 'pooled-job');
+    const since = Math.floor(Date.now() / 1000) - 1;
+    const result = await berth(['run', tasks, '--job-dir', jobDir, '--pool', '2', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const report = await readReport(jobDir);
+    expect(report.tasks.map((t) => [t.taskId, t.status])).toEqual([
+      ['pooled-a', 'rewarded'],
+      ['pooled-b', 'rewarded'],
+    ]);
+    expect(report.tasks.map((t) => t.reward)).toEqual([1, 0]);
+    // Each trial's sandbox was claimed and removed; the pools started more than the trials used
+    // (their idle ones), and those went with the job.
+    expect(report.report.sandboxes).toMatchObject({ removed: report.report.sandboxes.created, notRemoved: [] });
+    const events = execFileSync(
+      'docker',
+      [
+        'events',
+        '--since',
+        String(since),
+        '--until',
+        String(Math.ceil(Date.now() / 1000) + 1),
+        '--filter',
+        'event=create',
+        '--filter',
+        `label=berth.session=${process.env.BERTH_SESSION}`,
+        '--format',
+        '{{.Actor.ID}}',
+      ],
+      { encoding: 'utf8' },
+    );
+    const created = events.split('\n').filter(Boolean);
+    expect(created.length).toBeGreaterThan(report.report.sandboxes.created);
+    const left = execFileSync('docker', ['ps', '-aq', '--no-trunc'], { encoding: 'utf8' }).split('\n');
+    expect(created.filter((id) => left.includes(id))).toEqual([]);
+  }, 120_000);
+
   it('exits 2 with a message that says what to fix on usage and configuration errors', async () => {
     const cases: Array<[string[], RegExp]> = [
       [['run', join(root, 'missing-dir')], /does not exist/],
       [['run', join(root, 'good'), '--attempts', 'zero'], /--attempts: expected a whole number/],
       [['run', join(root, 'good'), '--deadline', 'soon'], /write it like 90s, 30m, 2h/],
+      [['run', join(root, 'good'), '--pool', '0'], /--pool: expected a whole number of at least 1, got "0"/],
+      [['run', join(root, 'good'), '--pool', '5000'], /--pool is at most 1000 sandboxes per task environment; got 5000/],
       [['run', join(root, 'good'), '--backend', 'lxc'], /unknown backend "lxc": choose one of docker, k8s, modal/],
       [['run', join(root, 'good'), '--filter', 'nothing-*'], /--filter nothing-\* matches none of the tasks in/],
       [['run', join(root, 'good'), '--mirror', 'nonsense'], /--mirror: .*from=to/],

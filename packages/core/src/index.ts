@@ -133,3 +133,4 @@ export type {
   ValidityThresholds,
 } from './trials/types.js';
 export { pooled, type PooledBackend } from './pool/pooled-backend.js';
+export { DEFAULT_MAX_IDLE_MS, MAX_POOL_SIZE } from './kit/pool-options.js';

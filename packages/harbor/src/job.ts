@@ -1,6 +1,17 @@
 import { createHash } from 'node:crypto';
 import { join, relative, resolve } from 'node:path';
-import { ConfigError, RunMismatchError, runTrials, type Backend, type RunReport, type RunResult, type RunTrialsOptions, type TaskRecord } from '@berth/core';
+import {
+  ConfigError,
+  RunMismatchError,
+  pooled,
+  runTrials,
+  type Backend,
+  type PoolOptions,
+  type RunReport,
+  type RunResult,
+  type RunTrialsOptions,
+  type TaskRecord,
+} from '@berth/core';
 import { agentName, type HarborAgent } from './agent.js';
 import { loadHarborTasks } from './load-task.js';
 import { setJobAside } from './job-dir.js';
@@ -45,6 +56,13 @@ export interface HarborJobOptions extends Omit<RunTrialsOptions<HarborTask>, 'jo
   journal?: string | false;
   /** Start over: an existing job directory is moved aside to `<jobDir>.replaced-<time>` (never deleted). */
   fresh?: boolean;
+  /**
+   * Start trials' sandboxes from warm pools (`pooled(backend, pool)`): one pool per distinct spec,
+   * made at its first trial, closed when the job ends (or when not claimed from for maxIdleMs, as
+   * a job moves on to other tasks). Worth it for many trials of the same tasks (RL loops, -k
+   * trials). Not part of the run's identity: a resume with or without pools is the same run.
+   */
+  pool?: PoolOptions;
 }
 
 /**
@@ -154,6 +172,7 @@ export async function runHarborJob(options: HarborJobOptions): Promise<RunResult
     journal,
     jobDir: jobDirOption,
     fresh,
+    pool,
     ...runOptions
   } = options;
   if (given === undefined && tasksDir === undefined) {
@@ -166,8 +185,9 @@ export async function runHarborJob(options: HarborJobOptions): Promise<RunResult
   if (fresh) await setJobAside(jobDir);
 
   const startedAt = new Date();
+  const pools = pool ? pooled(backend, pool) : undefined;
   const trial = createHarborTrial({
-    backend,
+    backend: pools ?? backend,
     jobDir,
     agent,
     ...(specOverrides ? { specOverrides } : {}),
@@ -191,6 +211,9 @@ export async function runHarborJob(options: HarborJobOptions): Promise<RunResult
       message: `job directory ${jobDir} holds a different run: ${error.changes.join('; ')}; resume with the same tasks and options, or pass fresh: true to start over (the old job is moved aside, not deleted), or use another jobDir`,
       cause: error,
     });
+  } finally {
+    // Every sandbox still waiting in a pool goes with the job.
+    await pools?.close();
   }
 
   const jobReport: HarborJobReport = {

@@ -1,5 +1,5 @@
 import { basename, resolve } from 'node:path';
-import { RunMismatchError, createEvents, type Backend, type RunEvents } from '@berth/core';
+import { MAX_POOL_SIZE, RunMismatchError, createEvents, type Backend, type RunEvents } from '@berth/core';
 import { runHarborJob, setJobAside } from '@berth/harbor';
 import { agentFromOption } from '../agent-command.js';
 import { addBackendOptions, loadBackend, type BackendFlags } from '../backends.js';
@@ -21,6 +21,7 @@ export interface RunOptions extends BackendFlags {
   filter?: string[];
   fresh?: boolean;
   json?: boolean;
+  pool?: string;
 }
 
 /** What a resumed job's journal calls a setting, as the flag a user changes. */
@@ -43,6 +44,16 @@ function mismatchUsage(jobDir: string, error: RunMismatchError): UsageError {
     `${jobDir} holds another run, which this command would mix with its own:\n${lines.join('\n')}\n` +
       `Run the same command with --fresh to start over (the old job is moved aside, not deleted), or give --job-dir <another dir>.`,
   );
+}
+
+/** How long a `--pool` pool keeps sandboxes no trial claims (a job that moved on to other tasks): a minute. */
+const POOL_IDLE_MS = 60_000;
+
+/** --pool n: how many started sandboxes to keep ready per distinct task environment. */
+function poolSize(value: string): number {
+  const n = positiveInt(value, '--pool');
+  if (n > MAX_POOL_SIZE) throw new UsageError(`--pool is at most ${MAX_POOL_SIZE} sandboxes per task environment; got ${n}`);
+  return n;
 }
 
 /** Where a run's files go unless --job-dir says: ./berth-jobs/<tasks dir name>, so the same command resumes. */
@@ -95,6 +106,7 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
   const maxAttempts = positiveInt(opts.attempts, '--attempts');
   const concurrency = positiveInt(opts.concurrency, '--concurrency');
   const deadlineMs = opts.deadline === undefined ? undefined : parseDuration(opts.deadline, '--deadline');
+  const pool = opts.pool === undefined ? undefined : poolSize(opts.pool);
   const agent = agentFromOption(opts.agent);
   const tasksDir = resolve(tasksPath);
   const tasks = await loadSelected(tasksDir, opts.filter ?? []);
@@ -125,6 +137,7 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
       maxAttempts,
       concurrency,
       ...(deadlineMs ? { deadlineMs } : {}),
+      ...(pool ? { pool: { size: pool, maxIdleMs: POOL_IDLE_MS } } : {}),
       signal: controller.signal,
       events,
     });
@@ -162,6 +175,7 @@ export function registerRun(program: Command): void {
     .option('--filter <glob>', 'only tasks whose id matches (repeatable; * ? [..]); other task directories are not even read', collect)
     .option('--fresh', 'start the job over: the job dir of an earlier run is moved aside (<dir>.replaced-<time>), not deleted')
     .option('--json', 'print the run report as JSON on stdout (progress goes to stderr)')
+    .option('--pool <n>', 'keep n sandboxes started ahead per task environment (warm pools; for many attempts of the same tasks); idle ones go after a minute')
     .addHelpText(
       'after',
       `
