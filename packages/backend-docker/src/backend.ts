@@ -2,6 +2,7 @@ import Docker from 'dockerode';
 import { BerthError, ConfigError, isBuiltImage, mirrorImage, type EnvironmentSpec } from '@berth/core';
 import {
   LABEL_MANAGED,
+  LABEL_SNAPSHOT_OF,
   LABEL_SESSION,
   checkPullAuth,
   defineBackend,
@@ -114,8 +115,11 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
       const labels = [`${LABEL_MANAGED}=true`, ...(session ? [`${LABEL_SESSION}=${session}`] : [])];
       let containers: Docker.ContainerInfo[];
       let volumes: Docker.VolumeInspectInfo[];
+      let snapshots: Docker.ImageInfo[];
       try {
         containers = await docker().listContainers({ all: true, filters: { label: labels } });
+        // Snapshots (env.snapshot()), after the containers that may run from them.
+        snapshots = await docker().listImages({ filters: { label: [...labels, LABEL_SNAPSHOT_OF] } });
         // Image mounts' volumes, after the containers that use them (removing a container frees its volumes).
         volumes = (await docker().listVolumes({ filters: { label: [...labels, LABEL_IMAGE_MOUNT] } })).Volumes ?? [];
       } catch (error) {
@@ -142,6 +146,19 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
           }),
         ),
         ...volumeResources,
+        ...snapshots.map(
+          (image): ManagedResource => ({
+            name: `image/${image.RepoTags?.[0] ?? image.Id}`,
+            id: image.Id,
+            labels: image.Labels ?? {},
+            createdAtMs: image.Created * 1000,
+            remove: () =>
+              docker()
+                .getImage(image.RepoTags?.[0] ?? image.Id)
+                .remove(),
+            failure: removalFailure,
+          }),
+        ),
       ];
     },
   });

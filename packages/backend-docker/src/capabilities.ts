@@ -18,6 +18,8 @@ export const CAPABILITIES: Capabilities = {
   // Exec's Tty, sized by a resize right after the start (API 1.41 has no ConsoleSize on create).
   tty: true,
   networkSwitch: true,
+  // docker commit, paused; a local image swept like the containers.
+  snapshot: true,
   resourceLimits: { cpus: true, memory: true, storage: false },
 };
 

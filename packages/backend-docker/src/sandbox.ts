@@ -15,6 +15,8 @@ import {
   type SandboxProcess,
   type SandboxStatus,
   type SandboxTransport,
+  type SnapshotContext,
+  type SnapshotImage,
 } from '@berth/core/backend-kit';
 import { mapDaemonError, mapEnvironmentError, startRefusal, statusOf, dockerMessage } from './docker-errors.js';
 import { spawnDockerProcess } from './exec-process.js';
@@ -23,6 +25,7 @@ import type { DockerBackendOptions } from './options.js';
 import { dockerAuthConfig, imagePresent, pullImage } from './pull.js';
 import { gpuDeviceRequests, type GpuSupport } from './gpu.js';
 import { ImageMountVolumes, type DockerImageMount } from './image-mounts.js';
+import { commitSnapshot } from './snapshot.js';
 
 export const BACKEND = 'docker';
 
@@ -271,6 +274,10 @@ export class DockerSandbox implements SandboxTransport {
       if (statusOf(error) === 403 && /already exists|is not connected/i.test(dockerMessage(error))) return;
       throw mapDaemonError(error, this.#ctx('network')) ?? error;
     }
+  }
+
+  snapshot(ctx: SnapshotContext): Promise<SnapshotImage> {
+    return commitSnapshot(this.#docker, this.#id, this.#id, ctx);
   }
 
   spawn(request: ProcessRequest): Promise<SandboxProcess> {

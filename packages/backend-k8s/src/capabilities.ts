@@ -19,10 +19,14 @@ export const CAPABILITIES: Capabilities = {
   execUser: true,
   // The exec subresource's tty=true, sized on its resize channel (4).
   tty: true,
+  // A pod's filesystem cannot be saved as an image through the API server: that needs the node's runtime.
+  snapshot: false,
   resourceLimits: { cpus: true, memory: true, storage: true },
 };
 
 export const HINTS = {
+  snapshot:
+    "Kubernetes' API cannot save a pod's filesystem as an image (that takes the node's container runtime): build the set-up environment into the task's image instead (image.build, with options.builder), or snapshot on Docker",
   network:
     "options.networkPolicy.enforced is false: run the task with network 'public', or enforce NetworkPolicy in the cluster and drop that option (see @berth/backend-k8s's README)",
   networkSwitch: "options.networkPolicy.enforced is false: run the whole task with network 'public'",

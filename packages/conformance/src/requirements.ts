@@ -26,6 +26,7 @@ export const CASE_REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'mounts.image-missing-subpath': IMAGE_MOUNTS,
   'image.build': BUILD,
   'image.build-step-fails': BUILD,
+  'snapshot.roundtrip': [(c) => c.snapshot, 'snapshot', 'snapshot'],
 };
 
 /** Why a backend with these capabilities cannot run this case (its hint, when it has one), or undefined. */

@@ -11,6 +11,7 @@ import { lifecycleCases } from './cases/lifecycle.js';
 import { lostCases } from './cases/lost.js';
 import { mountCases } from './cases/mounts.js';
 import { poolCases } from './cases/pool.js';
+import { snapshotCases } from './cases/snapshot.js';
 import { transferCases } from './cases/transfer.js';
 import { transferAbortCases } from './cases/transfer-abort.js';
 import { describeError, Harness } from './harness.js';
@@ -44,6 +45,7 @@ export function describeBackendConformance(options: ConformanceOptions): void {
     imageBuildCases(h);
     errorCases(h);
     poolCases(h);
+    snapshotCases(h);
 
     describe('cleanup', () => {
       h.defineCase({

@@ -136,10 +136,32 @@ export interface Environment extends AsyncDisposable {
    */
   setNetwork(mode: NetworkMode): Promise<void>;
   /**
+   * An image of the sandbox's filesystem as it is now, to start new sandboxes from (`spec.image:
+   * snapshot.ref` on this backend): a setup done once (an agent installed, caches warmed) and
+   * reused by every trial. Needs the backend's `snapshot` capability (CapabilityError otherwise,
+   * saying what to do instead). The sandbox runs on; what its processes hold in memory is not kept.
+   */
+  snapshot(opts?: { signal?: AbortSignal }): Promise<Snapshot>;
+  /**
    * Idempotent; never throws because the sandbox is already gone. Resolves with what it did (a
    * second call, the first call's answer); runTrials' sandbox accounting counts on it.
    */
   teardown(opts?: { signal?: AbortSignal }): Promise<TeardownResult>;
+}
+
+/** An image made from a sandbox's filesystem (Environment.snapshot). */
+export interface Snapshot {
+  /** What to give `spec.image` to start sandboxes from it, on the backend that made it. */
+  readonly ref: string;
+  readonly backend: string;
+  /** The environment it was taken of. */
+  readonly sourceId: string;
+  readonly createdAt: Date;
+  /**
+   * Delete the image (idempotent). Sandboxes already started from it run on. It carries berth's
+   * labels (or tags), so one never removed is found by `sweep()` once its owner is gone.
+   */
+  remove(): Promise<void>;
 }
 
 /** What a teardown did. */
@@ -169,6 +191,8 @@ export interface Capabilities {
   tty: boolean;
   /** Can it build `image: { build }` specs from a Dockerfile? */
   imageBuild: boolean;
+  /** Can it save a running sandbox's filesystem as an image (`Environment.snapshot`)? */
+  snapshot: boolean;
   /** Does the engine enforce resources.cpus / memoryMb / storageMb? */
   resourceLimits: { cpus: boolean; memory: boolean; storage: boolean };
 }

@@ -25,6 +25,7 @@ export {
   type PreflightReport,
   type PreflightStatus,
   type PullProgress,
+  type Snapshot,
   type SweepOptions,
   type SweepReport,
   type TransferOptions,
@@ -90,7 +91,7 @@ export { classifyFailure, type ClassifiedFailure } from './classify.js';
 export { redactSecrets, registerSecret } from './redact.js';
 /** Abort signals linked for one operation and unlinked when it ends (runners and backends alike). */
 export { linkSignals, type SignalLink } from './abort.js';
-export { LABEL_CREATED, LABEL_ENVIRONMENT, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION, SESSION_ID } from './labels.js';
+export { LABEL_CREATED, LABEL_ENVIRONMENT, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION, LABEL_SNAPSHOT_OF, SESSION_ID } from './labels.js';
 export {
   applyMirrors,
   formatImageRef,

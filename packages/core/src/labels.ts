@@ -6,6 +6,8 @@ export const LABEL_MANAGED = 'berth.managed';
 export const LABEL_SESSION = 'berth.session';
 export const LABEL_ENVIRONMENT = 'berth.environment';
 export const LABEL_CREATED = 'berth.created';
+/** On a snapshot image: the environment it was taken of. */
+export const LABEL_SNAPSHOT_OF = 'berth.snapshot-of';
 /** The PID and host of the process that created the resource: sweep spares live owners. */
 export const LABEL_OWNER_PID = 'berth.owner-pid';
 export const LABEL_OWNER_HOST = 'berth.owner-host';

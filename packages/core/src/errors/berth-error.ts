@@ -11,7 +11,20 @@ export type FailureCategory = 'transient_infra' | 'permanent_infra' | 'task_fail
 
 export const FAILURE_CATEGORIES: readonly FailureCategory[] = ['transient_infra', 'permanent_infra', 'task_failure', 'cancelled'];
 
-export type Operation = 'start' | 'pull' | 'build' | 'exec' | 'network' | 'upload' | 'download' | 'teardown' | 'preflight' | 'sweep' | 'config' | 'trial';
+export type Operation =
+  | 'start'
+  | 'pull'
+  | 'build'
+  | 'exec'
+  | 'network'
+  | 'upload'
+  | 'download'
+  | 'teardown'
+  | 'preflight'
+  | 'sweep'
+  | 'config'
+  | 'trial'
+  | 'snapshot';
 
 export interface BerthErrorOptions {
   message: string;

@@ -17,7 +17,8 @@ export type CapabilityHints = Partial<
     | 'mounts.image'
     | 'mounts.bind'
     | 'imageBuild'
-    | 'imageAuth',
+    | 'imageAuth'
+    | 'snapshot',
     string
   >
 >;

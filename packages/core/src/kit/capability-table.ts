@@ -32,6 +32,7 @@ const ROWS: Row[] = [
   ['Dockerfile builds (`image.build`)', (c) => c.imageBuild, 'imageBuild'],
   ['bind mounts', (c) => c.mounts.includes('bind'), 'mounts.bind'],
   ['image mounts (an agent runtime from another image)', (c) => c.mounts.includes('image'), 'mounts.image'],
+  ['snapshots (`env.snapshot()`: an image of the filesystem)', (c) => c.snapshot, 'snapshot'],
   ...AUTH.map(([kind, words]): Row => [`registry auth: ${words}`, (c) => c.imageAuth.includes(kind), 'imageAuth']),
 ];
 

@@ -93,6 +93,7 @@ export function defineBackend<Extra extends object = object>(def: BackendDefinit
       transport: def.transport(id, engineSpec),
       limiter,
       capabilities: def.capabilities,
+      ...(def.hints ? { hints: def.hints } : {}),
       transfers: def.transfers ?? 'native',
       beforeCreate: () => guardian.ensure(),
       ...(pooled ? { pooled: true } : {}),

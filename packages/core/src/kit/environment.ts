@@ -10,6 +10,7 @@ import type {
   ExecOptions,
   ExecResult,
   NetworkMode,
+  Snapshot,
   TeardownResult,
   TransferOptions,
   TransferStats,
@@ -18,16 +19,17 @@ import {
   BackendUnavailableError,
   BerthError,
   CancelledError,
+  CapabilityError,
   ConfigError,
   SandboxLostError,
   StartupTimeoutError,
   TaskFailure,
   type Operation,
 } from '../errors.js';
-import { sandboxLabels } from '../labels.js';
+import { LABEL_SNAPSHOT_OF, sandboxLabels } from '../labels.js';
 import { DEFAULT_BUILD_TIMEOUT_MS } from '../build-spec.js';
 import { DEFAULT_STARTUP_MS, isBuiltImage, type EnvironmentSpec } from '../spec.js';
-import { refuseExecTty, refuseExecUser } from './capabilities.js';
+import { refuseExecTty, refuseExecUser, type CapabilityHints } from './capabilities.js';
 import { describeMs } from './common-options.js';
 import type { CreationLimiter } from './creation-limiter.js';
 import { execArgv, runProcess } from './run-process.js';
@@ -53,7 +55,9 @@ export interface SandboxEnvironmentOptions {
    * claim (`opts.tty`, `opts.user` other than root) are refused with a CapabilityError. Omitted:
    * none of those is claimed.
    */
-  capabilities?: Partial<Pick<Capabilities, 'tty' | 'execUser'>>;
+  capabilities?: Partial<Pick<Capabilities, 'tty' | 'execUser' | 'snapshot'>>;
+  /** What the backend says instead of a capability it lacks (for snapshot's CapabilityError). */
+  hints?: CapabilityHints;
   /** Called before each sandbox creation (defineBackend starts the backend's guardian at the first). */
   beforeCreate?: () => void;
   /**
@@ -435,6 +439,44 @@ export class SandboxEnvironment implements Environment {
 
   get network(): NetworkMode {
     return this.#network;
+  }
+
+  // ----------------------------------------------------------------------------- snapshots
+
+  async snapshot(opts: { signal?: AbortSignal } = {}): Promise<Snapshot> {
+    this.#usable('snapshot');
+    const ctx = this.#ctx('snapshot');
+    if (this.#options.capabilities?.snapshot !== true || !this.#transport.snapshot) {
+      const hint = this.#options.hints?.snapshot;
+      throw new CapabilityError({
+        ...ctx,
+        capability: 'snapshot',
+        message: `the ${this.backend} backend cannot save a sandbox's filesystem as an image (env.snapshot())${hint ? `: ${hint}` : ''}`,
+      });
+    }
+    throwIfAborted(opts.signal, ctx);
+    const labels = sandboxLabels(this.id, this.#options.labels, { [LABEL_SNAPSHOT_OF]: this.id });
+    let image;
+    try {
+      image = await this.#transport.snapshot({ labels, ...(opts.signal ? { signal: opts.signal } : {}) });
+    } catch (error) {
+      if (opts.signal?.aborted) throw cancelledFrom(opts.signal, ctx);
+      throw await this.#mapError(error, 'snapshot');
+    }
+    let removal: Promise<void> | undefined;
+    return {
+      ref: image.ref,
+      backend: this.backend,
+      sourceId: this.id,
+      createdAt: new Date(),
+      remove: () => {
+        removal ??= image.remove().catch((error: unknown) => {
+          removal = undefined;
+          throw BerthError.isInstance(error) ? error : (this.#transport.mapError(error, 'snapshot') ?? error);
+        });
+        return removal;
+      },
+    };
   }
 
   // ----------------------------------------------------------------------------- transfers

@@ -28,6 +28,8 @@ export type {
   SandboxProcess,
   SandboxStatus,
   SandboxTransport,
+  SnapshotContext,
+  SnapshotImage,
   StartProgress,
 } from './transport.js';
 export type { TransferMode } from './transfers.js';
@@ -56,4 +58,4 @@ export { cancelledFrom, raceAbort, throwIfAborted } from '../abort.js';
 export { registerSecret } from '../redact.js';
 export { parseEnvironmentSpec } from '../spec.js';
 export { mirrorImage, type MirroredImage } from '../image-ref.js';
-export { LABEL_CREATED, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION, SESSION_ID } from '../labels.js';
+export { LABEL_CREATED, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION, LABEL_SNAPSHOT_OF, SESSION_ID } from '../labels.js';

@@ -35,6 +35,11 @@ export interface SandboxTransport {
    * (SandboxLostError; the kit then asks `inspect()` how it ended). Undefined when unknown.
    */
   mapError(error: unknown, operation: Operation): BerthError | undefined;
+  /**
+   * Save the sandbox's filesystem as an image new sandboxes of this backend can start from
+   * (backends with the snapshot capability). Label it with `ctx.labels` so sweep finds it.
+   */
+  snapshot?(ctx: SnapshotContext): Promise<SnapshotImage>;
   /** Switch the running sandbox's network (backends with the networkSwitch capability). */
   setNetwork?(mode: 'public' | 'none'): Promise<void>;
   /** A native, faster way to move tar archives in and out, if the backend has one. */
@@ -70,6 +75,20 @@ export interface CreateContext {
   readonly signal: AbortSignal;
   /** Say what is happening: a phase change, a status (kept as StartupTimeoutError.lastStatus), pull progress. */
   progress(update: StartProgress): void;
+}
+
+export interface SnapshotContext {
+  /** berth's labels for the image (managed, session, owner, created, and berth.snapshot-of). */
+  readonly labels: Readonly<Record<string, string>>;
+  readonly signal?: AbortSignal;
+}
+
+/** An image a transport made of its sandbox. */
+export interface SnapshotImage {
+  /** What spec.image takes to start from it. */
+  ref: string;
+  /** Delete it; must succeed when it is already gone. */
+  remove(): Promise<void>;
 }
 
 export interface StartProgress {

@@ -8,6 +8,7 @@ import type {
   ExecOptions,
   ExecResult,
   NetworkMode,
+  Snapshot,
   TeardownResult,
   TransferOptions,
   TransferStats,
@@ -127,6 +128,10 @@ export class PooledEnvironment implements Environment {
 
   async exec(command: string | readonly string[], opts?: ExecOptions): Promise<ExecResult> {
     return this.#ready('exec').exec(command, opts);
+  }
+
+  async snapshot(opts?: { signal?: AbortSignal }): Promise<Snapshot> {
+    return this.#ready('snapshot').snapshot(opts);
   }
 
   async setNetwork(mode: NetworkMode): Promise<void> {

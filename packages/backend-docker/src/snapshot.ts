@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+import type Docker from 'dockerode';
+import type { SnapshotContext, SnapshotImage } from '@berth/core/backend-kit';
+import { mapDaemonError, statusOf } from './docker-errors.js';
+
+/** Where snapshots go: a local repository, never pushed (a sandbox on this engine starts from it without a pull). */
+export const SNAPSHOT_REPOSITORY = 'berth-snapshot';
+
+/** A label as a Dockerfile LABEL instruction for commit's `changes` (values quoted as JSON strings are). */
+const labelChange = (key: string, value: string) => `LABEL ${JSON.stringify(key)}=${JSON.stringify(value)}`;
+
+/**
+ * `docker commit` of the sandbox's container (paused while it is read, so the filesystem is
+ * consistent), tagged `berth-snapshot/<environment id>:<random>` and labelled with berth's labels so
+ * sweep finds one never removed. The container's config comes along (env, workdir, user); berth's
+ * own create sets the command and labels of every sandbox started from it.
+ */
+export async function commitSnapshot(docker: Docker, containerId: string, environmentId: string, ctx: SnapshotContext): Promise<SnapshotImage> {
+  const tag = randomBytes(6).toString('hex');
+  const repo = `${SNAPSHOT_REPOSITORY}/${environmentId}`;
+  const ref = `${repo}:${tag}`;
+  const errorCtx = { operation: 'snapshot' as const, backend: 'docker', environmentId };
+  await docker.getContainer(containerId).commit({
+    repo,
+    tag,
+    pause: true,
+    comment: `berth snapshot of ${environmentId}`,
+    changes: Object.entries(ctx.labels).map(([key, value]) => labelChange(key, value)),
+  });
+  return {
+    ref,
+    remove: async () => {
+      try {
+        await docker.getImage(ref).remove();
+      } catch (error) {
+        if (statusOf(error) === 404) return;
+        throw mapDaemonError(error, errorCtx) ?? error;
+      }
+    },
+  };
+}
