@@ -71,6 +71,13 @@ describe('berth run on other backends', () => {
     expect(portable.code, portable.stdout + portable.stderr).toBe(0);
     expect(portable.stdout).toMatch(/on k8s \(https:\/\/127\.0\.0\.1:6443 namespace berth-test\)/);
     expect((await report(join(root, 'count-job'))).tasks.map((t) => [t.taskId, t.reward])).toEqual([['count-lines', 1]]);
+    // --snapshot-setup where the backend cannot snapshot: refused with the flag and the backend's hint, before any task.
+    const snap = await berth(['run', examples, '--filter', 'count-lines', ...k8s, '--snapshot-setup', 'true', '--job-dir', join(root, 'snap-refused')], {
+      env,
+    });
+    expect(snap.code, snap.stdout + snap.stderr).toBe(2);
+    expect(snap.stderr).toMatch(/--snapshot-setup needs a backend that can snapshot a sandbox; --backend k8s cannot \(Kubernetes' API cannot save/);
+    expect(snap.stdout).not.toMatch(/count-lines {2}/);
 
     // A task built from its Dockerfile: without a builder the line says which flag to give.
     const built = await writeDataset(join(root, 'k8s-built'), [{ id: 'k8s-built', kind: 'pass' }]);

@@ -194,6 +194,7 @@ describe('berth run (the built binary, off a TTY)', () => {
       [['run', join(root, 'good'), '--deadline', 'soon'], /write it like 90s, 30m, 2h/],
       [['run', join(root, 'good'), '--pool', '0'], /--pool: expected a whole number of at least 1, got "0"/],
       [['run', join(root, 'good'), '--pool', '5000'], /--pool is at most 1000 sandboxes per task environment; got 5000/],
+      [['run', join(root, 'good'), '--snapshot-setup', ' '], /--snapshot-setup: give the shell command that sets a task up/],
       [['run', join(root, 'good'), '--backend', 'lxc'], /unknown backend "lxc": choose one of docker, k8s, modal/],
       [['run', join(root, 'good'), '--filter', 'nothing-*'], /--filter nothing-\* matches none of the tasks in/],
       [['run', join(root, 'good'), '--mirror', 'nonsense'], /--mirror: .*from=to/],

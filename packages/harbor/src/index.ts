@@ -28,3 +28,4 @@ export { createHarborTrial, type HarborHooks, type HarborTrialOptions } from './
 export { setJobAside } from './job-dir.js';
 export { runHarborJob, type HarborJobOptions, type HarborJobReport, type HarborTaskStatus, type HarborTaskSummary } from './job.js';
 export { startTaskSandbox, type TaskSandboxOptions } from './dev-sandbox.js';
+export { TaskSnapshots, type SnapshotSetup, type SnapshotUse } from './snapshot-setup.js';

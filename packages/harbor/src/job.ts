@@ -21,6 +21,7 @@ import type { HarborExceptionInfo } from './exception-info.js';
 import type { SpecOverrides } from './spec.js';
 import type { HarborOutcome, HarborStepSummary, HarborTask } from './task.js';
 import { createHarborTrial, type HarborHooks } from './trial.js';
+import { TaskSnapshots, attemptKey, type SnapshotSetup, type SnapshotUse } from './snapshot-setup.js';
 
 export interface HarborJobOptions extends Omit<RunTrialsOptions<HarborTask>, 'journal' | 'taskId' | 'runIdentity' | 'taskVersion'> {
   /** The tasks to run; or give tasksDir. */
@@ -63,6 +64,16 @@ export interface HarborJobOptions extends Omit<RunTrialsOptions<HarborTask>, 'jo
    * trials). Not part of the run's identity: a resume with or without pools is the same run.
    */
   pool?: PoolOptions;
+  /**
+   * Set each task up once and start every trial of it from a snapshot of that (opt-in; the backend
+   * must claim `capabilities.snapshot`): a sandbox of the task's environment is started, set up as a
+   * trial's would be, `command` run in it as root (an agent's install, caches warmed), and snapshotted;
+   * every trial of the task then starts from the snapshot (its result.json says which, and
+   * report.json's attempts carry `snapshot`). A command that fails is a ConfigError naming
+   * `snapshotSetup.command` (the run's configuration, never a task's zero). The snapshots are removed
+   * when the job ends. Part of the run's identity (by a hash of the command).
+   */
+  snapshotSetup?: SnapshotSetup;
 }
 
 /**
@@ -89,7 +100,8 @@ export interface HarborTaskSummary {
   failureType?: string;
   failureMessage?: string;
   notRunReason?: 'deadline' | 'cancelled';
-  attempts: Array<{ attempt: number; status: 'outcome' | 'failed'; category?: string; type?: string; durationMs: number }>;
+  /** `snapshot`: the snapshot the attempt's sandbox started from (snapshotSetup), for attempts of this session. */
+  attempts: Array<{ attempt: number; status: 'outcome' | 'failed'; category?: string; type?: string; durationMs: number; snapshot?: string }>;
   /** result.json of the chosen attempt, else of the last one; relative to the job directory. */
   resultPath?: string;
 }
@@ -107,7 +119,7 @@ export interface HarborJobReport {
   tasks: HarborTaskSummary[];
 }
 
-function summarise(jobDir: string, record: TaskRecord<HarborOutcome>): HarborTaskSummary {
+function summarise(jobDir: string, record: TaskRecord<HarborOutcome>, snapshots?: ReadonlyMap<string, SnapshotUse>): HarborTaskSummary {
   const summary: HarborTaskSummary = {
     taskId: record.taskId,
     status: record.status === 'scored' ? (record.outcome ? 'rewarded' : 'task_failed') : record.status,
@@ -116,6 +128,7 @@ function summarise(jobDir: string, record: TaskRecord<HarborOutcome>): HarborTas
       status: a.status,
       ...(a.failure ? { category: a.failure.category, type: a.failure.type } : {}),
       durationMs: a.durationMs,
+      ...(snapshots?.has(attemptKey(record.taskId, a.attempt)) ? { snapshot: snapshots.get(attemptKey(record.taskId, a.attempt))!.ref } : {}),
     })),
   };
   if (record.chosenAttempt !== undefined) summary.chosenAttempt = record.chosenAttempt;
@@ -173,6 +186,7 @@ export async function runHarborJob(options: HarborJobOptions): Promise<RunResult
     jobDir: jobDirOption,
     fresh,
     pool,
+    snapshotSetup,
     ...runOptions
   } = options;
   if (given === undefined && tasksDir === undefined) {
@@ -181,7 +195,11 @@ export async function runHarborJob(options: HarborJobOptions): Promise<RunResult
   const jobDir = resolve(jobDirOption);
   const tasks = given ?? (await loadHarborTasks(tasksDir!, hostEnv ? { hostEnv } : {}));
   const journalPath = journal === false ? undefined : (journal ?? resolve(jobDir, 'journal.jsonl'));
-  const runIdentity = jobIdentity(backend, agent, agentId, specOverrides);
+  const snapshots = snapshotSetup ? new TaskSnapshots(backend, snapshotSetup) : undefined;
+  const runIdentity = {
+    ...jobIdentity(backend, agent, agentId, specOverrides),
+    ...(snapshotSetup ? { snapshotSetup: `sha256:${shortHash(snapshotSetup.command)}` } : {}),
+  };
   if (fresh) await setJobAside(jobDir);
 
   const startedAt = new Date();
@@ -193,6 +211,7 @@ export async function runHarborJob(options: HarborJobOptions): Promise<RunResult
     ...(specOverrides ? { specOverrides } : {}),
     ...(hooks ? { hooks } : {}),
     ...(hostEnv ? { hostEnv } : {}),
+    ...(snapshots ? { snapshots } : {}),
   });
   let result: RunResult<HarborOutcome>;
   try {
@@ -212,8 +231,9 @@ export async function runHarborJob(options: HarborJobOptions): Promise<RunResult
       cause: error,
     });
   } finally {
-    // Every sandbox still waiting in a pool goes with the job.
+    // Every sandbox still waiting in a pool goes with the job, and every snapshot it made.
     await pools?.close();
+    await snapshots?.removeAll();
   }
 
   const jobReport: HarborJobReport = {
@@ -225,7 +245,7 @@ export async function runHarborJob(options: HarborJobOptions): Promise<RunResult
     endedAt: new Date().toISOString(),
     report: result.report,
     ...(result.resume ? { resume: result.resume } : {}),
-    tasks: result.tasks.map((t) => summarise(jobDir, t)),
+    tasks: result.tasks.map((t) => summarise(jobDir, t, snapshots?.uses)),
   };
   await writeJsonFile(resolve(jobDir, 'report.json'), jobReport);
   return result;

@@ -1,3 +1,4 @@
+import type { SnapshotUse } from './snapshot-setup.js';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ConfigError, classifyFailure, redactSecrets, serializeError, type ClassifiedFailure, type SerializedError } from '@berth/core';
@@ -20,6 +21,8 @@ export interface AttemptResultFile {
   agent: string;
   backend: string;
   /** The sandbox's id (absent when it was never created). */
+  /** The snapshot this attempt's sandbox started from (runHarborJob's snapshotSetup), and the setup sandbox it was taken of. */
+  snapshot?: SnapshotUse;
   environmentId?: string;
   /** A separate verifier's sandbox, when the task has one. */
   verifierEnvironmentId?: string;

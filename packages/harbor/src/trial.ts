@@ -14,6 +14,7 @@ import { StepTimer } from './steps.js';
 import type { HarborOutcome, HarborTask } from './task.js';
 import { runVerifier } from './verify.js';
 import { runCollectCommands } from './verifier-collect.js';
+import type { TaskSnapshots } from './snapshot-setup.js';
 
 export interface HarborHooks {
   /** Runs right after the sandbox started, before the agent: tests use it to inject faults. */
@@ -30,6 +31,8 @@ export interface HarborTrialOptions {
   hooks?: HarborHooks;
   /** Where `${VAR}` templates of the env tables are looked up. Default: process.env. */
   hostEnv?: HostEnv;
+  /** Start each trial from its task's snapshot, made once per task by a setup command (see runHarborJob's snapshotSetup). */
+  snapshots?: TaskSnapshots;
 }
 
 /**
@@ -48,7 +51,7 @@ export interface HarborTrialOptions {
  *   sandbox, worth a retry, from an image nobody can pull, which is not).
  */
 export function createHarborTrial(options: HarborTrialOptions): TrialFunction<HarborTask, HarborOutcome> {
-  const { backend, jobDir, agent = 'oracle', specOverrides, hooks, hostEnv = process.env } = options;
+  const { backend, jobDir, agent = 'oracle', specOverrides, hooks, hostEnv = process.env, snapshots } = options;
 
   return async (task, ctx) => {
     const dir = attemptDir(jobDir, task.id, ctx.attempt);
@@ -95,9 +98,11 @@ export function createHarborTrial(options: HarborTrialOptions): TrialFunction<Ha
       const { spec, notes } = buildSpec(task, backend, specOverrides, hostEnv);
       record.environment = resolvedEnvironment(task, spec);
       if (notes.length > 0) record.notes = [...(record.notes ?? []), ...notes];
+      // The task set up once, snapshotted: this trial starts from that image instead.
+      if (snapshots) record.snapshot = await timer.run('snapshot setup', () => snapshots.forTask(task, ctx.attempt, spec, ctx.signal));
       // environment() then start() rather than backend.start(): the same thing, but the sandbox id
       // is known even when starting fails (a pull refused...), and teardown below removes it.
-      const sandbox = backend.environment(spec);
+      const sandbox = backend.environment(record.snapshot ? { ...spec, image: record.snapshot.ref } : spec);
       ctx.sandboxes.track(sandbox);
       const agentSandbox = { step: 'teardown', env: sandbox };
       sandboxes.push(agentSandbox);

@@ -22,6 +22,7 @@ export interface RunOptions extends BackendFlags {
   fresh?: boolean;
   json?: boolean;
   pool?: string;
+  snapshotSetup?: string;
 }
 
 /** What a resumed job's journal calls a setting, as the flag a user changes. */
@@ -54,6 +55,16 @@ function poolSize(value: string): number {
   const n = positiveInt(value, '--pool');
   if (n > MAX_POOL_SIZE) throw new UsageError(`--pool is at most ${MAX_POOL_SIZE} sandboxes per task environment; got ${n}`);
   return n;
+}
+
+/** --snapshot-setup on a backend that cannot snapshot, or with nothing to run: said with the flag, before any task. */
+function refuseSnapshotSetup(backend: Backend & { hints?: Record<string, string> }, command: string): void {
+  if (command.trim() === '') throw new UsageError('--snapshot-setup: give the shell command that sets a task up, e.g. --snapshot-setup "pip install my-agent"');
+  if (backend.capabilities.snapshot) return;
+  const hint = backend.hints?.snapshot;
+  throw new UsageError(
+    `--snapshot-setup needs a backend that can snapshot a sandbox; --backend ${backend.name} cannot${hint ? ` (${hint})` : ''}. Run without --snapshot-setup, or with --backend docker`,
+  );
 }
 
 /** Where a run's files go unless --job-dir says: ./berth-jobs/<tasks dir name>, so the same command resumes. */
@@ -111,6 +122,7 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
   const tasksDir = resolve(tasksPath);
   const tasks = await loadSelected(tasksDir, opts.filter ?? []);
   const backend = await loadBackend(opts);
+  if (opts.snapshotSetup !== undefined) refuseSnapshotSetup(backend, opts.snapshotSetup);
   const jobDir = opts.jobDir ? resolve(opts.jobDir) : defaultJobDir(tasksPath);
 
   // With --json, stdout carries only the report; what happens meanwhile goes to stderr.
@@ -138,6 +150,7 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
       concurrency,
       ...(deadlineMs ? { deadlineMs } : {}),
       ...(pool ? { pool: { size: pool, maxIdleMs: POOL_IDLE_MS } } : {}),
+      ...(opts.snapshotSetup !== undefined ? { snapshotSetup: { command: opts.snapshotSetup } } : {}),
       signal: controller.signal,
       events,
     });
@@ -175,6 +188,10 @@ export function registerRun(program: Command): void {
     .option('--filter <glob>', 'only tasks whose id matches (repeatable; * ? [..]); other task directories are not even read', collect)
     .option('--fresh', 'start the job over: the job dir of an earlier run is moved aside (<dir>.replaced-<time>), not deleted')
     .option('--json', 'print the run report as JSON on stdout (progress goes to stderr)')
+    .option(
+      '--snapshot-setup <command>',
+      'set each task up once with this shell command (as root), snapshot it, and start every trial of the task from the snapshot (docker)',
+    )
     .option('--pool <n>', 'keep n sandboxes started ahead per task environment (warm pools; for many attempts of the same tasks); idle ones go after a minute')
     .addHelpText(
       'after',
