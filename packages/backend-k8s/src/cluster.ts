@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, findHomeDir } from '@kubernetes/client-node';
 import { ConfigError } from '@berth/core';
+import { keepConnectionsAlive } from './keep-alive-agent.js';
 import type { K8sBackendOptions } from './options.js';
 
 export const BACKEND = 'k8s';
@@ -42,6 +43,7 @@ export class Cluster {
       });
     }
     this.server = cluster.server.replace(/\/+$/, '');
+    keepConnectionsAlive(this.kc);
     this.core = this.kc.makeApiClient(CoreV1Api);
     this.execKeepAliveMs = options.execKeepAliveMs ?? 30_000;
     const fromContext = this.kc.getContextObject(this.kc.getCurrentContext())?.namespace;

@@ -73,8 +73,10 @@ export class SandboxPool implements EnvironmentPool {
     this.#holding = false;
     // Newest last: take the oldest idle one, the nearest to expiring.
     for (let entry = this.#idle.shift(); entry; entry = this.#idle.shift()) {
+      // The alive check first, the refill after it: a start's own API calls would delay the check.
+      const alive = await entry.env.probe();
       this.#refill();
-      if (await entry.env.probe()) return this.#handOut(entry.env, since);
+      if (alive) return this.#handOut(entry.env, since);
       this.#stats.dead++;
       this.#remove(entry.env, 'dead');
       if (this.#closed) throw this.#closedError();

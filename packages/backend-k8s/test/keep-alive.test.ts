@@ -1,0 +1,76 @@
+// API calls on kept-alive connections, counted for real: a TCP relay in front of the test cluster's
+// API server counts the connections (TLS passes through it untouched, so the client checks the
+// server's certificate as usual).
+import { createConnection, createServer, type AddressInfo, type Server } from 'node:net';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createK8sBackend } from '@berth/backend-k8s';
+import { keepConnectionsAlive } from '../src/keep-alive-agent.js';
+import { BERTH_KUBECONFIG, NAMESPACE } from './support/cluster.js';
+
+const servers: Server[] = [];
+afterAll(() => {
+  for (const s of servers) s.close();
+});
+
+/** A relay to the API server on a loopback port, and how many connections it took. */
+async function countingRelay(): Promise<{ port: number; connections: () => number }> {
+  let connections = 0;
+  const server = createServer((client) => {
+    connections++;
+    const upstream = createConnection({ host: '127.0.0.1', port: 6443 });
+    client.pipe(upstream).pipe(client);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as AddressInfo).port, connections: () => connections };
+}
+
+/** The berth kubeconfig, its server moved to the relay (127.0.0.1 is in the API server's certificate). */
+function kubeconfigVia(port: number): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(BERTH_KUBECONFIG);
+  const cluster = kc.getCurrentCluster()!;
+  kc.clusters = kc.clusters.map((c) => (c.name === cluster.name ? { ...c, server: `https://127.0.0.1:${port}` } : c));
+  return kc;
+}
+
+describe('k8s API calls on kept-alive connections', () => {
+  it('ten sequential calls take one connection (client-node alone takes ten)', async () => {
+    const plain = await countingRelay();
+    const api = kubeconfigVia(plain.port).makeApiClient(CoreV1Api);
+    for (let i = 0; i < 10; i++) await api.listNamespacedPod({ namespace: NAMESPACE, limit: 1 });
+    expect(plain.connections(), 'client-node 1.4 without the fix: one connection per call').toBe(10);
+
+    const kept = await countingRelay();
+    const kc = kubeconfigVia(kept.port);
+    const close = keepConnectionsAlive(kc);
+    const keptApi = kc.makeApiClient(CoreV1Api);
+    for (let i = 0; i < 10; i++) await keptApi.listNamespacedPod({ namespace: NAMESPACE, limit: 1 });
+    expect(kept.connections()).toBe(1);
+    close();
+  });
+
+  it("the backend's own calls share connections: a start, commands and a teardown open few besides the exec sockets", async () => {
+    const relay = await countingRelay();
+    const backend = createK8sBackend({
+      kubeconfig: kubeconfigVia(relay.port),
+      namespace: NAMESPACE,
+      tolerations: [{ key: 'berth.test/fault', operator: 'Exists', effect: 'NoSchedule' }],
+    });
+    const env = await backend.start({ image: 'berth-test/busybox:latest', network: 'public' });
+    const beforeExecs = relay.connections();
+    for (let i = 0; i < 5; i++) expect((await env.exec(['true'])).exitCode).toBe(0);
+    // Each exec is its own WebSocket; nothing else needs a new connection.
+    expect(relay.connections() - beforeExecs).toBeLessThanOrEqual(5);
+    await env.teardown();
+    // The start's API calls (create, watch, reads) came on a handful of connections, not one each.
+    expect(beforeExecs).toBeLessThanOrEqual(4);
+  }, 60_000);
+});
