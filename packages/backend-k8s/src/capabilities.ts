@@ -26,7 +26,7 @@ export const CAPABILITIES: Capabilities = {
 
 export const HINTS = {
   snapshot:
-    "Kubernetes' API cannot save a pod's filesystem as an image (that takes the node's container runtime): build the set-up environment into the task's image instead (image.build, with options.builder), or snapshot on Docker",
+    "Kubernetes' API cannot save a pod's filesystem as an image (that takes the node's container runtime): build the set-up environment into the task's image instead (image.build, with options.builder), or snapshot on Docker or Modal",
   network:
     "options.networkPolicy.enforced is false: run the task with network 'public', or enforce NetworkPolicy in the cluster and drop that option (see @berth/backend-k8s's README)",
   networkSwitch: "options.networkPolicy.enforced is false: run the whole task with network 'public'",

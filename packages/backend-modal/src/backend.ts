@@ -1,8 +1,9 @@
-import { isBuiltImage, type EnvironmentSpec, type PreflightCheck } from '@berth/core';
+import { ConfigError, isBuiltImage, type EnvironmentSpec, type PreflightCheck } from '@berth/core';
 import {
   LABEL_MANAGED,
   LABEL_SESSION,
   defineBackend,
+  snapshotIdOf,
   imageCheck,
   preflightFailure,
   refuseRenamedOptions,
@@ -11,11 +12,11 @@ import {
 } from '@berth/core/backend-kit';
 import { clientIdentity } from './client-identity.js';
 import { BACKEND } from './credentials.js';
-import { planImage } from './image.js';
+import { planImage, snapshotPlan } from './image.js';
 import { planDockerfile } from './dockerfile-build.js';
 import { mapModalError } from './modal-errors.js';
 import type { ModalBackendOptions } from './options.js';
-import { ModalSandbox, modalDefaultLifetimeMs } from './sandbox.js';
+import { ModalSandbox, modalDefaultLifetimeMs, type SandboxImage } from './sandbox.js';
 import { sandboxApiOption } from './sandbox-api.js';
 import { ModalShared } from './shared.js';
 import type { ModalGuardianConfig } from './guardian.js';
@@ -32,20 +33,33 @@ export function createModalBackend(options: ModalBackendOptions = {}): ModalBack
   // Checked here too: a bad clientVersion or clientType is the caller's, before any I/O.
   clientIdentity(options);
   sandboxApiOption(options);
+  const snapshotLifetime: unknown = options.snapshotLifetimeMs;
+  if (snapshotLifetime !== undefined && (typeof snapshotLifetime !== 'number' || !Number.isFinite(snapshotLifetime) || snapshotLifetime < 1000)) {
+    throw new ConfigError({
+      operation: 'config',
+      backend: BACKEND,
+      path: 'options.snapshotLifetimeMs',
+      message: `options.snapshotLifetimeMs is how long Modal keeps a snapshot, in ms (at least 1000); got ${String(snapshotLifetime)}`,
+    });
+  }
   // The connection and credentials, made on first use: the factory does no I/O.
   let shared: ModalShared | undefined;
   const modal = () => (shared ??= new ModalShared(options));
 
-  const plan = (id: string, spec: EnvironmentSpec) => {
+  const plan = (id: string, spec: EnvironmentSpec): Promise<SandboxImage> => {
     const image = spec.image;
-    return isBuiltImage(image)
-      ? planDockerfile(image.build, options, id).then(({ base, recipe }) => ({ image: base, recipe }))
-      : planImage(image.ref, image.auth, options, id).then((p) => ({ image: p }));
+    if (isBuiltImage(image)) return planDockerfile(image.build, options, id).then(({ base, recipe }) => ({ image: base, recipe }));
+    const snapshotImageId = snapshotIdOf(image.ref, BACKEND);
+    if (snapshotImageId) return Promise.resolve({ image: snapshotPlan(image.ref), snapshotImageId });
+    return planImage(image.ref, image.auth, options, id).then((p) => ({ image: p }));
   };
 
   /** A named secret exists with the keys it needs; else the image (a Dockerfile's base) is asked of its registry. */
   const checkImage = async (spec: EnvironmentSpec): Promise<PreflightCheck> => {
     const image = spec.image;
+    const snapshot = isBuiltImage(image) ? undefined : snapshotIdOf(image.ref, BACKEND);
+    if (snapshot)
+      return { name: 'image', status: 'ok', message: `a snapshot of this backend (Modal image ${snapshot}): started from as it is, nothing to pull` };
     try {
       const p = isBuiltImage(image) ? (await planDockerfile(image.build, options)).base : await planImage(image.ref, image.auth, options);
       if (p.named) {

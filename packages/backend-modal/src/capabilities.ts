@@ -19,14 +19,12 @@ export const CAPABILITIES: Capabilities = {
   execUser: true,
   // The exec request's pty_info (sized at the start; Modal has no resize for an exec).
   tty: true,
-  // Not yet: Modal's filesystem snapshot RPC is not in berth's client nor in the simulator.
-  snapshot: false,
+  // The router's TaskSnapshotFilesystem (as Modal's SDK snapshots); ImageDelete removes one.
+  snapshot: true,
   resourceLimits: { cpus: true, memory: true, storage: true },
 };
 
 export const HINTS = {
-  snapshot:
-    "berth's Modal client does not speak Modal's filesystem snapshot RPC yet: build the set-up environment into the task's image instead (image.build), or snapshot on Docker",
   'mounts.bind': 'upload the files after start (env.uploadDir)',
   'mounts.image':
     "Modal mounts a whole built image into a running sandbox (Sandbox.mount_image), with no subpath and nothing in its API making it read-only, while berth's image mounts are read-only: bake the runtime into the task image instead (image.build: a Dockerfile FROM the task image that COPYs it in)",

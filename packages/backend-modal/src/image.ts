@@ -1,4 +1,4 @@
-import { CapabilityError, ConfigError, mirrorImage, type ImageAuth, type ImageBuild, type ImageRef, type MirrorRule } from '@berth/core';
+import { CapabilityError, ConfigError, mirrorImage, parseImageRef, type ImageAuth, type ImageBuild, type ImageRef, type MirrorRule } from '@berth/core';
 import { pullFailure, registerSecret, resolvePullCredential, type PullCredential } from '@berth/core/backend-kit';
 import { uploadContext } from './context-mount.js';
 import { BACKEND } from './credentials.js';
@@ -86,6 +86,11 @@ export async function planImage(
     };
   }
   return { ref, authType: 'REGISTRY_AUTH_TYPE_PUBLIC', hadCredentials: false };
+}
+
+/** A snapshot's plan: nothing is pulled, the reference only names it in messages. */
+export function snapshotPlan(refText: string): ImagePlan {
+  return { ref: parseImageRef(refText), authType: 'REGISTRY_AUTH_TYPE_PUBLIC', hadCredentials: false };
 }
 
 /** A Dockerfile's commands for Modal's builder, and how its failure reads in berth's terms. */

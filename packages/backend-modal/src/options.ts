@@ -40,4 +40,12 @@ export interface ModalBackendOptions extends CommonBackendOptions, ProbeRegistri
    * SDK's do (README, "Protocol").
    */
   sandboxApi?: 'v1' | 'v2';
+  /**
+   * How long Modal keeps a snapshot (env.snapshot()) that is never removed: Modal's images carry no
+   * labels for a sweep to find, so this expiry (the snapshot's TTL) is the backstop. Default 7 days.
+   */
+  snapshotLifetimeMs?: number;
 }
+
+/** A snapshot's expiry when options.snapshotLifetimeMs is unset. */
+export const DEFAULT_SNAPSHOT_LIFETIME_MS = 7 * 24 * 3600_000;

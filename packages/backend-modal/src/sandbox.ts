@@ -5,12 +5,15 @@ import {
   DEFAULT_LIFETIME_MS,
   defaultLifetimeMs,
   keepAliveCommand,
+  snapshotRef,
   throwIfAborted,
   type CreateContext,
   type ProcessRequest,
   type SandboxProcess,
   type SandboxStatus,
   type SandboxTransport,
+  type SnapshotContext,
+  type SnapshotImage,
 } from '@berth/core/backend-kit';
 import { BACKEND } from './credentials.js';
 import { ModalProcess } from './exec-process.js';
@@ -18,7 +21,7 @@ import { gpuConfig } from './gpu.js';
 import type { BuildRecipe, ImagePlan } from './image.js';
 import { mapModalError } from './modal-errors.js';
 import { createdNetwork, switchedAccess } from './network-access.js';
-import type { ModalBackendOptions } from './options.js';
+import { DEFAULT_SNAPSHOT_LIFETIME_MS, type ModalBackendOptions } from './options.js';
 import { endReason } from './sandbox-result.js';
 import { startFailure } from './start-failure.js';
 import type { ModalShared } from './shared.js';
@@ -64,6 +67,8 @@ function argvBytes(argv: readonly string[]): number {
 export interface SandboxImage {
   image: ImagePlan;
   recipe?: BuildRecipe;
+  /** A snapshot of this backend (env.snapshot()): Modal's image id, started from as it is. */
+  snapshotImageId?: string;
 }
 
 /** One Modal sandbox, as the kit's transport. */
@@ -100,17 +105,11 @@ export class ModalSandbox implements SandboxTransport {
     const { sandboxes, options } = this.#shared;
     let appId: string;
     let imageId: string;
-    const { image: plan, recipe } = await this.#plan;
+    const { image: plan, recipe, snapshotImageId } = await this.#plan;
     try {
       appId = await this.#shared.app(ctx.signal);
-      ctx.progress(
-        recipe
-          ? { phase: 'building', status: 'building the Dockerfile on Modal' }
-          : { phase: 'pulling', status: `building the image FROM ${plan.ref.canonical} on Modal` },
-      );
-      const context = isBuiltImage(this.#spec.image) ? this.#spec.image.build.context : undefined;
-      const onLog = (line: string) => ctx.progress(context !== undefined ? { build: { context, line } } : { status: line });
-      imageId = await this.#shared.images.ensure(plan, appId, options.environmentName, onLog, ctx.signal, recipe);
+      // A snapshot of this backend is an image Modal has already: nothing to pull or build.
+      imageId = snapshotImageId ?? (await this.#ensureImage(ctx, appId, plan, recipe));
     } catch (error) {
       throwIfAborted(ctx.signal, this.#ctx('start'));
       throw mapModalError(error, this.#ctx('pull'), { path: 'spec.image.auth.secretName' }) ?? error;
@@ -148,6 +147,18 @@ export class ModalSandbox implements SandboxTransport {
       throwIfAborted(ctx.signal, this.#ctx('start'));
       throw this.#map(error, 'start', false);
     }
+  }
+
+  /** The image pulled (FROM the reference) or built on Modal, its log lines reported as progress. */
+  #ensureImage(ctx: CreateContext, appId: string, plan: ImagePlan, recipe: BuildRecipe | undefined): Promise<string> {
+    ctx.progress(
+      recipe
+        ? { phase: 'building', status: 'building the Dockerfile on Modal' }
+        : { phase: 'pulling', status: `building the image FROM ${plan.ref.canonical} on Modal` },
+    );
+    const context = isBuiltImage(this.#spec.image) ? this.#spec.image.build.context : undefined;
+    const onLog = (line: string) => ctx.progress(context !== undefined ? { build: { context, line } } : { status: line });
+    return this.#shared.images.ensure(plan, appId, this.#shared.options.environmentName, onLog, ctx.signal, recipe);
   }
 
   /**
@@ -273,6 +284,14 @@ export class ModalSandbox implements SandboxTransport {
    * no longer permits are terminated", and Modal's own example runs the next command straight after
    * (not verified against the real service; see the README).
    */
+  /** Modal's filesystem snapshot through the task's router, kept for options.snapshotLifetimeMs (its images carry no labels). */
+  async snapshot(ctx: SnapshotContext): Promise<SnapshotImage> {
+    const { control, options } = this.#shared;
+    const ttlSeconds = Math.max(1, Math.ceil((options.snapshotLifetimeMs ?? DEFAULT_SNAPSHOT_LIFETIME_MS) / 1000));
+    const imageId = await this.#routerFor().snapshotFilesystem(randomUUID(), ttlSeconds, ctx.signal);
+    return { ref: snapshotRef(BACKEND, imageId), remove: () => control.imageDelete(imageId) };
+  }
+
   async setNetwork(mode: 'public' | 'none'): Promise<void> {
     await this.#routerFor().setNetworkAccess(switchedAccess(mode));
   }

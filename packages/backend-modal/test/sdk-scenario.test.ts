@@ -119,6 +119,13 @@ describe("Modal's Python SDK against the simulator", () => {
     expect(step('exec_3mib').value).toBe(3 * 1024 * 1024);
   });
 
+  it("snapshots the sandbox's filesystem as the SDK does (TaskSnapshotFilesystem), starts a sandbox from the image, deletes it (ImageDelete)", () => {
+    expect(step('snapshot_filesystem').value).toMatch(/^im-/);
+    expect(sim.calls.map((c) => c.path)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/TaskSnapshotFilesystem$/), expect.stringMatching(/ImageDelete$/)]),
+    );
+  });
+
   it("tags, lists, reads the sandbox's output, terminates, waits and polls; the output stays readable after the end", () => {
     expect(step('tags').value).toStrictEqual({ suite: 'sdk-scenario', k: 'v' });
     expect(step('list').value).toStrictEqual([step('sandbox_create').value]);

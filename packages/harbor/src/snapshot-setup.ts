@@ -40,7 +40,7 @@ export class TaskSnapshots {
       throw new ConfigError({
         operation: 'config',
         path: 'snapshotSetup',
-        message: `the ${backend.name} backend cannot snapshot a sandbox (capabilities.snapshot is false): run without snapshotSetup, or on a backend that can (docker)`,
+        message: `the ${backend.name} backend cannot snapshot a sandbox (capabilities.snapshot is false): run without snapshotSetup, or on a backend that can (docker, modal)`,
       });
     }
     if (typeof setup.command !== 'string' || setup.command.trim() === '') {

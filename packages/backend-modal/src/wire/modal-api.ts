@@ -192,6 +192,16 @@ export class ControlPlane {
     }
   }
 
+  /** ImageDelete: the image (a snapshot) is gone; one already gone is fine (NOT_FOUND). */
+  async imageDelete(imageId: string, signal?: AbortSignal): Promise<void> {
+    try {
+      await this.call('ImageDelete', 'ImageDeleteRequest', { image_id: imageId }, 'Empty', { ...(signal ? { signal } : {}), auth: true });
+    } catch (error) {
+      if (GrpcError.isInstance(error) && error.code === GRPC_CODE.NOT_FOUND) return;
+      throw error;
+    }
+  }
+
   /**
    * One unary call of the control plane, for the RPC modules beside this one (sandbox-rpcs.ts).
    * `auth` adds the x-modal-auth-token V2 RPCs require; a call it is refused on (UNAUTHENTICATED)

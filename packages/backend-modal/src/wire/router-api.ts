@@ -94,6 +94,20 @@ export class TaskRouter {
     }
   }
 
+  /**
+   * The task's filesystem as a new image (what Modal's SDK's snapshot_filesystem sends): its image
+   * id. `ttlSeconds` -1: no expiry. The snapshot id is berth's, so a retried call is the same snapshot.
+   */
+  async snapshotFilesystem(snapshotId: string, ttlSeconds: number, signal?: AbortSignal): Promise<string> {
+    const request = { task_id: this.#taskId, snapshot_id: snapshotId, ttl_seconds: ttlSeconds };
+    const res = await this.#authorized(
+      (ctx) => this.#rpc.unary('TaskSnapshotFilesystem', 'TaskSnapshotFilesystemRequest', request, 'TaskSnapshotFilesystemResponse', ctx),
+      signal,
+    );
+    if (!res.image_id) throw new Error('TaskSnapshotFilesystem answered without an image id');
+    return res.image_id;
+  }
+
   /** Bytes of stdin at `offset`; a retried write is deduplicated by the router by its offset. */
   async write(execId: string, offset: number, data: Uint8Array, eof: boolean, signal?: AbortSignal): Promise<void> {
     const request = { task_id: this.#taskId, exec_id: execId, offset, data, eof };

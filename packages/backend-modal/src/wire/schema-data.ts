@@ -685,4 +685,29 @@ export const SCHEMA = {
       url: { number: 2, type: 'string' },
     },
   },
+  TaskSnapshotFilesystemRequest: {
+    package: 'modal.task_command_router',
+    fields: {
+      task_id: { number: 1, type: 'string' },
+      snapshot_id: { number: 2, type: 'string' },
+      ttl_seconds: { number: 3, type: 'int64', label: 'optional' },
+      container_id: { number: 5, type: 'string' },
+    },
+  },
+  TaskSnapshotFilesystemResponse: {
+    package: 'modal.task_command_router',
+    fields: {
+      image_id: { number: 1, type: 'string' },
+    },
+  },
+  ImageDeleteRequest: {
+    package: 'modal.client',
+    fields: {
+      image_id: { number: 1, type: 'string' },
+    },
+  },
+  Empty: {
+    package: 'google.protobuf',
+    fields: {},
+  },
 } as const satisfies Schema;

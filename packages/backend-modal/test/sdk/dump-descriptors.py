@@ -51,10 +51,11 @@ RPCS = {
         "SandboxTagsSet", "SandboxTagsGet", "TaskGetCommandRouterAccess",
         "SandboxCreateV2", "SandboxGetTaskIdV2", "SandboxGetCommandRouterAccess", "SandboxWaitV2",
         "SandboxTerminateV2", "SandboxListV2", "SandboxTagsSetV2", "SandboxTagsGetV2",
+        "ImageDelete",
     ],
     ROUTER: [
         "TaskExecStart", "TaskExecStdioRead", "TaskExecStdinWrite", "TaskExecWait", "TaskExecPoll",
-        "TaskSetNetworkAccess", "SandboxStdioReadV2", "SandboxStdinWriteV2",
+        "TaskSetNetworkAccess", "SandboxStdioReadV2", "SandboxStdinWriteV2", "TaskSnapshotFilesystem",
     ],
 }
 # Not an RPC's message, but on the wire: error details, client identity, warnings.

@@ -207,6 +207,20 @@ def _():
     return rc
 
 
+@step("snapshot_filesystem", needs=["sandbox_create"])
+def _():
+    # The SDK's snapshot (the router's TaskSnapshotFilesystem), a sandbox started from it, then ImageDelete.
+    assert sandbox().exec("sh", "-c", "echo snap > /tmp/snapped").wait() == 0
+    image = sandbox().snapshot_filesystem()
+    copy = modal.Sandbox.create("sleep", "600", app=modal.App.lookup("sdk-scenario"), image=image, timeout=120)
+    p = copy.exec("cat", "/tmp/snapped")
+    out = p.stdout.read()
+    assert (p.wait(), out) == (0, "snap\n"), out
+    copy.terminate()
+    modal.experimental.image_delete(image.object_id)
+    return image.object_id
+
+
 @step("terminate", needs=["sandbox_create"])
 def _():
     sandbox().terminate()

@@ -63,6 +63,7 @@ export function controlPlaneMethods(deps: ControlPlaneDeps): MethodTable {
   unary('ImageGetOrCreate', (req) => images.getOrCreate(req), true);
 
   table.stream('ImageJoinStreaming', (req, ctx, send) => images.join(req, ctx, send));
+  table.unary('ImageDelete', (req) => images.delete(req), { response: 'google.protobuf.Empty' });
 
   unary(
     'SandboxCreate',

@@ -41,6 +41,8 @@ export class Images {
   readonly #byId = new Map<string, ImageRecord>();
   readonly #byContent = new Map<string, ImageRecord>();
   readonly #builds = new Set<Promise<void>>();
+  /** Snapshots by the client's snapshot id, so a retried TaskSnapshotFilesystem is the same image. */
+  readonly #bySnapshot = new Map<string, string>();
   readonly #closing = new AbortController();
   /** Ids differ between simulators, so two of them never share (and remove) each other's tags. */
   readonly #salt = newId('salt');
@@ -150,6 +152,44 @@ export class Images {
       const more = await waitFor(() => (next < record.entries.length || record.result ? true : undefined), record.changes, until, ctx.signal);
       if (!more) return;
     }
+  }
+
+  /**
+   * TaskSnapshotFilesystem: the sandbox's container committed (paused) under the simulator's tag,
+   * an image sandboxes start from by its id. The snapshot id is the client's: a retry gets the same
+   * image. Its TTL is not enforced (a simulator lives for one test run).
+   */
+  async snapshot(container: Docker.Container, snapshotId: string): Promise<string> {
+    const known = this.#bySnapshot.get(snapshotId);
+    if (known) return known;
+    const id = newId('im');
+    const tag = imageTag(id);
+    await container.commit({ repo: IMAGE_REPO, tag, pause: true });
+    const record: ImageRecord = {
+      id,
+      state: 'success',
+      entries: [],
+      result: { status: Status.SUCCESS },
+      dockerRef: `${IMAGE_REPO}:${tag}`,
+      env: [],
+      changes: new Changes(),
+    };
+    this.#byId.set(id, record);
+    this.#bySnapshot.set(snapshotId, id);
+    return id;
+  }
+
+  /** ImageDelete: the image is gone (its tag removed); NOT_FOUND for an id the simulator never had. */
+  async delete(req: Msg): Promise<Msg> {
+    const id = String(req.image_id ?? '');
+    const record = this.#byId.get(id);
+    if (!record) throw new RpcError(Code.NOT_FOUND, `Image ${id} not found`);
+    this.#byId.delete(id);
+    await this.deps.docker
+      .getImage(record.dockerRef)
+      .remove()
+      .catch(() => undefined);
+    return {};
   }
 
   async close(): Promise<void> {

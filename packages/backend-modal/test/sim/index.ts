@@ -225,6 +225,7 @@ export class ModalSimulator {
       faults: this.faults,
       secretEnv: (id) => this.#secrets.get(id)?.env,
       longPollMs: () => this.#longPollMs,
+      images: this.#images,
     });
     const serve = (methods: Map<string, Method>) =>
       GrpcServer.start({

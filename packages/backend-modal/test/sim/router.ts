@@ -12,6 +12,7 @@ import { type Handler, MethodTable } from './methods.js';
 import { routerStdioMethods } from './router-stdio.js';
 import type { RouterTokens } from './router-tokens.js';
 import type { SandboxRecord, Sandboxes } from './sandboxes.js';
+import type { Images } from './images.js';
 import { resolveSecretSources, type SecretEnv } from './secret-sources.js';
 import { engineMessage, sleep, statusCodeOf, waitFor } from './util.js';
 
@@ -29,6 +30,7 @@ export interface RouterDeps {
   faults: Faults;
   secretEnv: SecretEnv;
   longPollMs: () => number;
+  images: Images;
 }
 
 export function routerMethods(deps: RouterDeps): MethodTable {
@@ -153,6 +155,15 @@ export function routerMethods(deps: RouterDeps): MethodTable {
     const record = enter(req, ctx);
     const exec = await execOf(record, req);
     return exec.exit ? exitMsg(exec.exit) : {};
+  });
+
+  unary('TaskSnapshotFilesystem', async (req, ctx) => {
+    const record = enter(req, ctx);
+    alive(record);
+    const snapshotId = String(req.snapshot_id ?? '');
+    if (!snapshotId) throw new RpcError(Code.INVALID_ARGUMENT, 'snapshot_id is required');
+    const image_id = await deps.images.snapshot(record.container as NonNullable<SandboxRecord['container']>, snapshotId);
+    return { image_id };
   });
 
   unary('TaskSetNetworkAccess', async (req, ctx) => {

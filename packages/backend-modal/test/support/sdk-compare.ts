@@ -53,7 +53,8 @@ export function compareWithSdk(schema: Readonly<Record<string, BerthEntry>>, sdk
         if (!(value in entry.enum)) problems.push(`${name}.${value} = ${number}: in the SDK, missing from berth`);
       continue;
     }
-    const theirs = sdk.messages[name];
+    // A type of another package (google.protobuf.Empty) is listed in the SDK's dump under its full name.
+    const theirs = sdk.messages[name] ?? (entry.package ? sdk.messages[`${entry.package}.${name}`] : undefined);
     if (!theirs) {
       problems.push(`${name}: message not in the SDK's descriptors`);
       continue;

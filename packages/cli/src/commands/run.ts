@@ -63,7 +63,7 @@ function refuseSnapshotSetup(backend: Backend & { hints?: Record<string, string>
   if (backend.capabilities.snapshot) return;
   const hint = backend.hints?.snapshot;
   throw new UsageError(
-    `--snapshot-setup needs a backend that can snapshot a sandbox; --backend ${backend.name} cannot${hint ? ` (${hint})` : ''}. Run without --snapshot-setup, or with --backend docker`,
+    `--snapshot-setup needs a backend that can snapshot a sandbox; --backend ${backend.name} cannot${hint ? ` (${hint})` : ''}. Run without --snapshot-setup, or with --backend docker or modal`,
   );
 }
 
@@ -190,7 +190,7 @@ export function registerRun(program: Command): void {
     .option('--json', 'print the run report as JSON on stdout (progress goes to stderr)')
     .option(
       '--snapshot-setup <command>',
-      'set each task up once with this shell command (as root), snapshot it, and start every trial of the task from the snapshot (docker)',
+      'set each task up once with this shell command (as root), snapshot it, and start every trial of the task from the snapshot (docker, modal)',
     )
     .option('--pool <n>', 'keep n sandboxes started ahead per task environment (warm pools; for many attempts of the same tasks); idle ones go after a minute')
     .addHelpText(

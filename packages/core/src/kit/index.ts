@@ -50,6 +50,7 @@ export { BUILD_REPOSITORY, baseImages, buildTag, hashBuildContext, packBuildCont
 export { buildFailure, buildTimedOut, logTail, type BuildFailureContext } from './build-failure.js';
 export { probeImage, type ProbeResult } from './registry-probe.js';
 export { keepAliveCommand } from './keep-alive.js';
+export { snapshotIdOf, snapshotRef } from './snapshot-ref.js';
 export { IMAGE_MOUNT_NO_DIRECTORY, IMAGE_MOUNT_STAGING, imageMountCopyCommand } from './image-mount-copy.js';
 export { isUnreachable, refusedBeforeSending, unreachableApi } from './network-errors.js';
 export { API_RETRY_DEFAULTS, retryIdempotent, type ApiRetryPolicy, type TransientAnswer } from './api-retry.js';
