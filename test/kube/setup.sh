@@ -224,7 +224,10 @@ wait_for "node $NODE Ready" 120 node_ready
 
 # NetworkPolicy, enforced on the host with iptables and ipsets: the policy controller only (no
 # routing, no service proxy, no CNI: the bridge above stays), health and metrics off (no ports).
+# --iptables-sync-period: a pod event kube-router missed or was slow to act on (a loaded node) is
+# caught within 20 s by a full sync, not the default 5 minutes.
 start kube-router "$KUBE_STATE/kube-router" --run-firewall --run-router=false --run-service-proxy=false --enable-cni=false \
+  --iptables-sync-period 20s \
   --hostname-override "$NODE" --kubeconfig "$KUBE_STATE/admin.kubeconfig" --service-cluster-ip-range 10.0.0.0/24 \
   --health-port 0 --metrics-port 0
 wait_for "kube-router's policy chains" 60 iptables -w -n -L KUBE-ROUTER-INPUT

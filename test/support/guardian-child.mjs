@@ -3,6 +3,7 @@
 //   node test/support/guardian-child.mjs <docker|k8s|modal> <count> <tag>
 // Every sandbox carries the label berth.test-guardian=<tag>. Prints "ready" once all run.
 // GUARDIAN_CHILD_OPTIONS (backend options) and GUARDIAN_CHILD_SPEC (spec fields), JSON, if set.
+// GUARDIAN_CHILD_POOL=<n>: besides, a warm pool of n idle sandboxes of the spec, filled before "ready".
 import { createDockerBackend } from '@berth/backend-docker';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { createModalBackend } from '@berth/backend-modal';
@@ -18,5 +19,6 @@ const spec = {
   labels: { 'berth.test-guardian': tag },
 };
 await Promise.all(Array.from({ length: Number(countArg) }, () => backend.start(spec)));
+if (process.env.GUARDIAN_CHILD_POOL) await backend.pool(spec, { size: Number(process.env.GUARDIAN_CHILD_POOL) }).fill();
 process.stdout.write('ready\n');
 setInterval(() => undefined, 60_000);

@@ -31,7 +31,9 @@ export async function commitSnapshot(docker: Docker, containerId: string, enviro
     ref,
     remove: async () => {
       try {
-        await docker.getImage(ref).remove();
+        // By reference and forced: the tag goes even while sandboxes started from it run (a pool's
+        // idle ones too); the engine frees the layers once the last of them is removed.
+        await docker.getImage(ref).remove({ force: true });
       } catch (error) {
         if (statusOf(error) === 404) return;
         throw mapDaemonError(error, errorCtx) ?? error;

@@ -51,6 +51,15 @@ describe('docker guardian', () => {
     }, 90_000);
   }
 
+  it("a killed process's warm pool goes too: 2 claimed-or-started sandboxes and 3 idle pooled ones, none left within 30 s", async () => {
+    const { tag, child } = run(2, { GUARDIAN_CHILD_POOL: '3' });
+    await child.ready;
+    expect(await containers(tag)).toBe(5);
+    child.proc.kill('SIGKILL');
+    expect(await child.exited).toBe('SIGKILL');
+    expect(await goneWithin(() => containers(tag), 30_000)).toBeDefined();
+  }, 90_000);
+
   it('a process killed in the middle of its starts (creates in flight) leaves nothing within 30 s', async () => {
     const { tag, child } = run(6);
     // Killed as soon as the engine has the first of its containers, the others being made.
