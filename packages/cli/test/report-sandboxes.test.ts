@@ -118,3 +118,25 @@ describe('the terminal', () => {
     expect(lines[1]).toContain('boom\\u{1b}[2Jcleared');
   });
 });
+
+describe('attempts started from task snapshots (snapshotSetup)', () => {
+  /** The fixture with its first two tasks' first attempts started from two snapshots. */
+  function snapshotted(): JobData {
+    const job = fixtureJob();
+    const tasks = job.report.tasks.map((t, i) =>
+      i < 2 ? { ...t, attempts: t.attempts.map((a, j) => (j === 0 ? { ...a, snapshot: `berth-snapshot/task-${i}:abc` } : a)) } : t,
+    );
+    return { ...job, report: { ...job.report, tasks } };
+  }
+
+  it('berth report says how many attempts started from how many snapshots; nothing when none did', () => {
+    const all = fixtureJob().report.tasks.flatMap((t) => t.attempts).length;
+    expect(renderSummary(snapshotted())).toContain(`snapshots: 2 of ${all} attempts started from a task's snapshot (2 snapshots, --snapshot-setup)`);
+    expect(renderSummary(fixtureJob())).not.toContain('snapshots:');
+  });
+
+  it("report.html's sandboxes tile counts them", () => {
+    expect(renderReportHtml(snapshotted())).toContain('<span data-metric="snapshots.attempts">2</span> from snapshots');
+    expect(renderReportHtml(fixtureJob())).not.toContain('from snapshots');
+  });
+});

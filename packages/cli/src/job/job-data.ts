@@ -62,6 +62,17 @@ export function sandboxesOf(job: JobData): SandboxAccounting | undefined {
   return (job.report.report as Partial<RunReport>).sandboxes;
 }
 
+/**
+ * How many of the job's attempts (this session's: report.json records it for those) started from a
+ * task's snapshot (runHarborJob's snapshotSetup), and how many snapshots; undefined when none did.
+ */
+export function snapshotUseOf(job: JobData): { attempts: number; snapshots: number; of: number } | undefined {
+  const attempts = job.report.tasks.flatMap((t) => t.attempts);
+  const used = attempts.filter((a) => a.snapshot !== undefined);
+  if (used.length === 0) return undefined;
+  return { attempts: used.length, snapshots: new Set(used.map((a) => a.snapshot)).size, of: attempts.length };
+}
+
 export function causeChain(error: SerializedError | undefined): CauseLink[] {
   const chain: CauseLink[] = [];
   for (let e = error; e && chain.length < 20; e = e.cause) {

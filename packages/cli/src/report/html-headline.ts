@@ -1,5 +1,5 @@
 import { basename } from 'node:path';
-import { sandboxesOf, type JobData } from '../job/job-data.js';
+import { sandboxesOf, snapshotUseOf, type JobData } from '../job/job-data.js';
 import { formatRatio, formatTimestamp } from './format.js';
 import { escapeHtml, metric } from './html-escape.js';
 
@@ -95,10 +95,12 @@ function sandboxStat(job: JobData): string {
   const sandboxes = sandboxesOf(job);
   if (!sandboxes) return stat('Sandboxes', '—', 'not counted by the berth that wrote this job');
   const left = sandboxes.notRemoved.length;
+  const snapshots = snapshotUseOf(job);
+  const fromSnapshots = snapshots ? ` · ${metric('snapshots.attempts', String(snapshots.attempts))} from snapshots` : '';
   return stat(
     'Sandboxes',
     metric('sandboxes.created', String(sandboxes.created)),
-    `created · ${metric('sandboxes.removed', String(sandboxes.removed))} removed${left > 0 ? ` · <b>${left} not removed</b>` : ''}`,
+    `created · ${metric('sandboxes.removed', String(sandboxes.removed))} removed${left > 0 ? ` · <b>${left} not removed</b>` : ''}${fromSnapshots}`,
     left > 0 ? 'bad' : undefined,
   );
 }

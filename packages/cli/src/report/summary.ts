@@ -1,4 +1,4 @@
-import { agentExceptionOf, sandboxesOf, type JobData, type TaskView } from '../job/job-data.js';
+import { agentExceptionOf, sandboxesOf, snapshotUseOf, type JobData, type TaskView } from '../job/job-data.js';
 import { paint, type Paint } from './ansi.js';
 import { formatDuration } from '../duration.js';
 import { formatRatio, formatReward, formatTimestamp, humanize, printable } from './format.js';
@@ -106,8 +106,14 @@ function accounting(job: JobData, p: Paint): string[] {
 /** Sandboxes created and removed, and each one left behind, named; a job from before berth counted them says so. */
 function sandboxes(job: JobData, p: Paint): string[] {
   const account = sandboxesOf(job);
-  if (!account) return [p.dim('sandboxes: not counted (this report.json was written by an older berth)')];
-  return sandboxLines(account, p);
+  const snapshots = snapshotUseOf(job);
+  const fromSnapshots = snapshots
+    ? [
+        `snapshots: ${snapshots.attempts} of ${snapshots.of} attempts started from a task's snapshot (${snapshots.snapshots} snapshot${snapshots.snapshots === 1 ? '' : 's'}, --snapshot-setup)`,
+      ]
+    : [];
+  if (!account) return [p.dim('sandboxes: not counted (this report.json was written by an older berth)'), ...fromSnapshots];
+  return [...sandboxLines(account, p), ...fromSnapshots];
 }
 
 /** Tasks scored although their agent timed out or exited non-zero (harbor's exception_info); none: no row. */
