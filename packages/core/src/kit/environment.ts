@@ -19,7 +19,6 @@ import {
   BackendUnavailableError,
   BerthError,
   CancelledError,
-  CapabilityError,
   ConfigError,
   SandboxLostError,
   StartupTimeoutError,
@@ -36,6 +35,8 @@ import { execArgv, runProcess } from './run-process.js';
 import { SandboxRemoval } from './sandbox-removal.js';
 import { Transfers, type TransferMode } from './transfers.js';
 import { launchAsUser } from './user-launcher.js';
+import { StartupLog, type StartupEvent } from './startup-log.js';
+import { takeSnapshot } from './take-snapshot.js';
 import type { SandboxTransport, StartProgress } from './transport.js';
 
 export interface SandboxEnvironmentOptions {
@@ -66,11 +67,6 @@ export interface SandboxEnvironmentOptions {
    */
   pooled?: boolean;
 }
-
-/** An event of a pooled sandbox's start, kept for whoever claims it: its name and arguments. */
-export type StartupEvent = [name: 'phase' | 'pull' | 'build', args: unknown[]];
-/** A start's events kept at most (a long build's log is cut there). */
-const MAX_STARTUP_EVENTS = 2000;
 
 /** When a command was killed from outside, how long the backend may take to agree the sandbox died. */
 const LOSS_SETTLE_MS = 1000;
@@ -109,8 +105,8 @@ export class SandboxEnvironment implements Environment {
   /** teardown() was called: no operation may start, whatever came of the removal. */
   #closed = false;
   #network: NetworkMode;
-  /** A pooled sandbox's start, as its events told it, until the claim (whoever claims it heard none of them). */
-  #startupEvents: StartupEvent[] | undefined;
+  /** A pooled sandbox's start, as its events told it, until the claim. */
+  #startup: StartupLog | undefined;
   /** A pooled sandbox's lifetime, armed at its claim. */
   #lifetimeTimer: NodeJS.Timeout | undefined;
   /** The removal that timer started, which teardown waits for. */
@@ -124,7 +120,7 @@ export class SandboxEnvironment implements Environment {
     this.#transport = options.transport;
     this.#options = options;
     this.#removal = new SandboxRemoval(options.transport);
-    if (options.pooled) this.#recordStartup();
+    if (options.pooled) this.#startup = new StartupLog(this.events);
     this.#transfers = new Transfers(this.#transport, options.transfers ?? 'native', {
       ctx: (op) => this.#ctx(op),
       ensureUsable: (op) => this.#usable(op),
@@ -285,25 +281,14 @@ export class SandboxEnvironment implements Environment {
     }
   }
 
-  #recordStartup(): void {
-    const log: StartupEvent[] = [];
-    this.#startupEvents = log;
-    for (const name of ['phase', 'pull', 'build'] as const) {
-      this.events.on(name, (...args: unknown[]) => {
-        if (this.#startupEvents === log && log.length < MAX_STARTUP_EVENTS) log.push([name, args]);
-      });
-    }
-  }
-
   /** A pooled sandbox's start as its events told it before the claim (phases, pull and build progress), for the claimer to replay. */
   get startupEvents(): readonly StartupEvent[] {
-    return this.#startupEvents ?? [];
+    return this.#startup?.events ?? [];
   }
 
   /** A pool handed this sandbox out: from now its `timeouts.lifetimeMs` runs, enforced by the kit. */
   claimed(): void {
-    // Recording stops: what follows, the claimer hears itself.
-    this.#startupEvents = [...(this.#startupEvents ?? [])];
+    this.#startup?.close();
     const lifetime = this.spec.timeouts.lifetimeMs;
     if (!this.#options.pooled || lifetime === undefined || this.#closed) return;
     this.#lifetimeTimer = setTimeout(() => {
@@ -443,40 +428,21 @@ export class SandboxEnvironment implements Environment {
 
   // ----------------------------------------------------------------------------- snapshots
 
-  async snapshot(opts: { signal?: AbortSignal } = {}): Promise<Snapshot> {
-    this.#usable('snapshot');
-    const ctx = this.#ctx('snapshot');
-    if (this.#options.capabilities?.snapshot !== true || !this.#transport.snapshot) {
-      const hint = this.#options.hints?.snapshot;
-      throw new CapabilityError({
-        ...ctx,
-        capability: 'snapshot',
-        message: `the ${this.backend} backend cannot save a sandbox's filesystem as an image (env.snapshot())${hint ? `: ${hint}` : ''}`,
-      });
-    }
-    throwIfAborted(opts.signal, ctx);
-    const labels = sandboxLabels(this.id, this.#options.labels, { [LABEL_SNAPSHOT_OF]: this.id });
-    let image;
+  snapshot(opts: { signal?: AbortSignal } = {}): Promise<Snapshot> {
     try {
-      image = await this.#transport.snapshot({ labels, ...(opts.signal ? { signal: opts.signal } : {}) });
+      this.#usable('snapshot');
     } catch (error) {
-      if (opts.signal?.aborted) throw cancelledFrom(opts.signal, ctx);
-      throw await this.#mapError(error, 'snapshot');
+      return Promise.reject(error);
     }
-    let removal: Promise<void> | undefined;
-    return {
-      ref: image.ref,
-      backend: this.backend,
-      sourceId: this.id,
-      createdAt: new Date(),
-      remove: () => {
-        removal ??= image.remove().catch((error: unknown) => {
-          removal = undefined;
-          throw BerthError.isInstance(error) ? error : (this.#transport.mapError(error, 'snapshot') ?? error);
-        });
-        return removal;
-      },
-    };
+    return takeSnapshot({
+      transport: this.#transport,
+      claimed: this.#options.capabilities?.snapshot === true,
+      ...(this.#options.hints?.snapshot ? { hint: this.#options.hints.snapshot } : {}),
+      ctx: this.#ctx('snapshot'),
+      labels: sandboxLabels(this.id, this.#options.labels, { [LABEL_SNAPSHOT_OF]: this.id }),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      mapError: (error) => this.#mapError(error, 'snapshot'),
+    });
   }
 
   // ----------------------------------------------------------------------------- transfers
