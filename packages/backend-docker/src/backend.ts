@@ -76,6 +76,8 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
 
   const removalFailure = (error: unknown): string | undefined => {
     if (statusOf(error) === 404) return undefined;
+    // Another remover got there first (a guardian, another sweep): it is going, not a failure.
+    if (statusOf(error) === 409 && /already in progress/i.test(dockerMessage(error))) return undefined;
     const mapped = BerthError.isInstance(error) ? error : mapDaemonError(error, ctx('sweep'));
     return mapped?.message ?? dockerMessage(error);
   };
@@ -146,19 +148,19 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
           }),
         ),
         ...volumeResources,
-        ...snapshots.map(
-          (image): ManagedResource => ({
-            name: `image/${image.RepoTags?.[0] ?? image.Id}`,
+        ...snapshots.map((image): ManagedResource => {
+          // A snapshot removed while sandboxes used it is untagged ('<none>:<none>'), not gone: it is
+          // removed by id once they are; while one still uses it (409) a later sweep takes it.
+          const ref = image.RepoTags?.find((tag) => tag !== '<none>:<none>');
+          return {
+            name: `image/${ref ?? image.Id}`,
             id: image.Id,
             labels: image.Labels ?? {},
             createdAtMs: image.Created * 1000,
-            remove: () =>
-              docker()
-                .getImage(image.RepoTags?.[0] ?? image.Id)
-                .remove(),
-            failure: removalFailure,
-          }),
-        ),
+            remove: () => (ref ? docker().getImage(ref).remove({ force: true }) : docker().getImage(image.Id).remove()),
+            failure: (error) => (!ref && statusOf(error) === 409 ? undefined : removalFailure(error)),
+          };
+        }),
       ];
     },
   });

@@ -54,4 +54,25 @@ describe('docker snapshots', () => {
     await snapshot.remove();
     await expect(docker.getImage(snapshot.ref).inspect()).rejects.toMatchObject({ statusCode: 404 });
   });
+
+  it('a snapshot removed while a sandbox runs from it is untagged; sweep takes the untagged image once that sandbox is gone, without a failure', async () => {
+    const backend = createDockerBackend();
+    const env = await backend.start({ image: 'berth-test/busybox:latest', network: 'none' });
+    envs.push(env);
+    const snapshot = await env.snapshot();
+    const id = (await docker.getImage(snapshot.ref).inspect()).Id;
+    const copy = await backend.start({ image: snapshot.ref, network: 'none' });
+    envs.push(copy);
+    await snapshot.remove();
+    await expect(docker.getImage(snapshot.ref).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    // Still there by id while the copy runs: a sweep now leaves it without calling it a failure.
+    expect((await docker.getImage(id).inspect()).Id).toBe(id);
+    await env.teardown();
+    const during = await backend.sweep({ ownedByThisProcess: true });
+    expect(during.failed).toEqual([]);
+    await copy.teardown();
+    const after = await backend.sweep({ ownedByThisProcess: true });
+    expect(after.failed).toEqual([]);
+    await expect(docker.getImage(id).inspect()).rejects.toMatchObject({ statusCode: 404 });
+  });
 });

@@ -79,7 +79,7 @@ describe('berth run, interrupted', () => {
     expect(listed.wouldRemove.length).toBeGreaterThanOrEqual(orphans.length);
     expect(await leftovers('killed', 8)).toHaveLength(orphans.length);
     const swept = await berth(['sweep']);
-    expect(swept.code, swept.stderr).toBe(0);
+    expect(swept.code, swept.stdout + swept.stderr).toBe(0);
     expect(swept.stdout).toMatch(/removed \d+ orphaned sandbox resource/);
     expect(await leftovers('killed', 8)).toEqual([]);
 
@@ -140,7 +140,7 @@ describe('berth run, interrupted', () => {
     expect(result.code).toBe(130);
     expect(result.stdout).toContain('exiting now');
     const swept = await berth(['sweep']);
-    expect(swept.code).toBe(0);
+    expect(swept.code, swept.stdout + swept.stderr).toBe(0);
     expect(await leftovers('twice', 4)).toEqual([]);
   }, 180_000);
 });
