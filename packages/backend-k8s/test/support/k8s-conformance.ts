@@ -27,7 +27,10 @@ export function k8sConformance(probe: Pick<ReachableListener, 'host' | 'port'>):
         tolerations: TOLERATE_FAULT,
         probeRegistries: ['127.0.0.1:5000'],
         builder,
-        networkPolicy: { probe: { host: probe.host, port: probe.port } },
+        // waitMs 60 s, not the default 30: in a full CI run kube-router's syncs wait on the iptables
+        // lock behind Docker's (other files switch container networks all the time), and twice a
+        // public pod was still cut off 30 s after its label changed.
+        networkPolicy: { probe: { host: probe.host, port: probe.port }, waitMs: 60_000 },
       }),
     // Network cases: public pods reach this machine on their bridge; kube-router enforces 'none'.
     reachableListener: () => listenForTokens(POD_BRIDGE_ADDRESS),
