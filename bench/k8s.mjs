@@ -1,6 +1,7 @@
 // berth's Kubernetes backend against kubectl, in one run against the test cluster
-// (bash test/setup/setup.sh first): exec round trip vs `kubectl exec`, uploadDir of 10,000 small
-// files and uploadFile of one 200 MiB file vs `kubectl cp`, with berth's peak memory.
+// (bash test/setup/setup.sh first): exec round trip vs `kubectl exec`; uploadDir and downloadDir of
+// 10,000 small files, uploadFile and downloadFile of one 200 MiB file vs `kubectl cp`, with berth's
+// peak memory.
 // Ratio = berth median / kubectl median (below 1: berth is faster). Everything it makes carries
 // berth's labels and is removed at the end.
 import { execFile as execFileCb, execFileSync } from 'node:child_process';
@@ -107,6 +108,26 @@ try {
         await kubectl('cp', big, `${pod}:/up/big-cli-${i}.bin`);
         await env.exec(['rm', '-f', `/up/big-cli-${i}.bin`]);
       },
+    ),
+  );
+  // The download sources: the tree uploaded once, and a big file made in the pod.
+  await env.uploadDir(tree, '/src/tree');
+  await env.exec(['sh', '-c', `dd if=/dev/urandom of=/src/big.bin bs=1M count=${BIG_MIB} 2>/dev/null`]);
+  const local = (name, i) => join(work, `${name}-${i}`);
+  rows.push(
+    await alternate(
+      `downloadDir ${FILES.toLocaleString('en-US')} × 1 KiB`,
+      TRANSFER_REPS,
+      (i) => env.downloadDir('/src/tree', local('dir-berth', i)),
+      (i) => kubectl('cp', `${pod}:/src/tree`, local('dir-cli', i)),
+    ),
+  );
+  rows.push(
+    await alternate(
+      `downloadFile ${BIG_MIB} MiB`,
+      TRANSFER_REPS,
+      (i) => env.downloadFile('/src/big.bin', local('big-berth', i)),
+      (i) => kubectl('cp', `${pod}:/src/big.bin`, local('big-cli', i)),
     ),
   );
   console.log('\noperation                      reps   berth median   kubectl median   ratio   berth peak ΔRSS');
