@@ -10,6 +10,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { createWriteStream } from 'node:fs';
+import { KubeConfig } from '@kubernetes/client-node';
+import WebSocket from 'ws';
 import { createK8sBackend } from '@berth/backend-k8s';
 
 const execFile = promisify(execFileCb);
@@ -63,6 +66,33 @@ async function alternate(name, reps, berth, cli) {
     `  ${name}: berth ${row.berth.toFixed(1)} ms, kubectl ${row.kubectl.toFixed(1)} ms, ratio ${row.ratio.toFixed(2)}, berth peak ΔRSS +${mem.toFixed(1)} MiB`,
   );
   return row;
+}
+
+/**
+ * The plainest client of the same path: one exec of `cat <file>` over a WebSocket (ws, unmasked
+ * inside TLS as berth sends), its stdout frames written to a file, no tar at either end.
+ */
+async function floorDownload(pod, remote, local) {
+  const kc = new KubeConfig();
+  kc.loadFromFile(KUBECONFIG);
+  const query = new URLSearchParams({ container: 'main', stdout: 'true', stderr: 'true' });
+  for (const arg of ['cat', remote]) query.append('command', arg);
+  const options = { perMessageDeflate: false, maxPayload: 64 << 20, generateMask: (m) => m.fill(0) };
+  await kc.applyToHTTPSOptions(options);
+  const url = `${kc.getCurrentCluster().server.replace(/^http/, 'ws')}/api/v1/namespaces/${NAMESPACE}/pods/${pod}/exec?${query}`;
+  const ws = new WebSocket(url, ['v5.channel.k8s.io'], options);
+  const out = createWriteStream(local, { highWaterMark: 4 << 20 });
+  ws.on('message', (frame) => {
+    if (frame[0] === 1 && !out.write(frame.subarray(1))) {
+      ws.pause();
+      out.once('drain', () => ws.resume());
+    }
+  });
+  await new Promise((resolve, reject) => {
+    ws.once('close', resolve);
+    ws.once('error', reject);
+  });
+  await new Promise((resolve) => out.end(resolve));
 }
 
 const work = mkdtempSync(join(tmpdir(), 'berth-k8s-bench-'));
@@ -130,6 +160,16 @@ try {
       (i) => kubectl('cp', `${pod}:/src/big.bin`, local('big-cli', i)),
     ),
   );
+  // The floor: the same download as plain `cat` over one exec stream (alternating with berth).
+  rows.push(
+    await alternate(
+      `downloadFile ${BIG_MIB} MiB (floor)`,
+      TRANSFER_REPS,
+      (i) => env.downloadFile('/src/big.bin', local('big-berth2', i)),
+      (i) => floorDownload(pod, '/src/big.bin', local('big-floor', i)),
+    ),
+  );
+  rows.at(-1).name = `downloadFile vs ws cat floor`;
   console.log('\noperation                      reps   berth median   kubectl median   ratio   berth peak ΔRSS');
   for (const r of rows) {
     console.log(
