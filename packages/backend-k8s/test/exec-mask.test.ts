@@ -27,8 +27,12 @@ function execServer(): Promise<{ port: number; masks: Buffer[] }> {
         const end = buffer.indexOf('\r\n\r\n');
         if (end < 0) return;
         const key = /sec-websocket-key: *(\S+)/i.exec(buffer.subarray(0, end).toString('latin1'))![1]!;
-        const accept = createHash('sha1').update(key + GUID).digest('base64');
-        socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n`);
+        const accept = createHash('sha1')
+          .update(key + GUID)
+          .digest('base64');
+        socket.write(
+          `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n`,
+        );
         buffer = buffer.subarray(end + 4);
         upgraded = true;
       }
