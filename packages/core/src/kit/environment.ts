@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createEvents } from '../events.js';
 import { cancelledFrom, linkSignals, raceAbort, throwIfAborted } from '../abort.js';
 import type {
@@ -20,18 +19,16 @@ import {
   BerthError,
   CancelledError,
   ConfigError,
-  SandboxLostError,
   StartupTimeoutError,
-  TaskFailure,
   type Operation,
 } from '../errors.js';
 import { LABEL_SNAPSHOT_OF, sandboxLabels } from '../labels.js';
 import { DEFAULT_BUILD_TIMEOUT_MS } from '../build-spec.js';
 import { DEFAULT_STARTUP_MS, isBuiltImage, type EnvironmentSpec } from '../spec.js';
 import { refuseExecTty, refuseExecUser, type CapabilityHints } from './capabilities.js';
-import { describeMs } from './common-options.js';
 import type { CreationLimiter } from './creation-limiter.js';
 import { execArgv, runProcess } from './run-process.js';
+import { LOSS_SETTLE_MS, SandboxHealth } from './sandbox-health.js';
 import { SandboxRemoval } from './sandbox-removal.js';
 import { Transfers, type TransferMode } from './transfers.js';
 import { launchAsUser } from './user-launcher.js';
@@ -68,8 +65,6 @@ export interface SandboxEnvironmentOptions {
   pooled?: boolean;
 }
 
-/** When a command was killed from outside, how long the backend may take to agree the sandbox died. */
-const LOSS_SETTLE_MS = 1000;
 /**
  * A command whose end the backend never reported (its stream just ended) is most often a sandbox
  * being killed whose status lags (a pod's deadline: the kubelet kills first and reports after, by
@@ -98,10 +93,8 @@ export class SandboxEnvironment implements Environment {
   #phase: EnvironmentPhase = 'created';
   #starting: Promise<void> | undefined;
   #teardown: Promise<TeardownResult> | undefined;
-  #lostReason: string | undefined;
-  #lifetimeExceeded = false;
-  /** The backend's default lifetime, when that (not the spec's) is what ran out. */
-  #defaultLifetimeMs: number | undefined;
+  /** Whether the sandbox lives, and how its end is named. */
+  readonly #health: SandboxHealth;
   /** teardown() was called: no operation may start, whatever came of the removal. */
   #closed = false;
   #network: NetworkMode;
@@ -120,11 +113,22 @@ export class SandboxEnvironment implements Environment {
     this.#transport = options.transport;
     this.#options = options;
     this.#removal = new SandboxRemoval(options.transport);
+    this.#health = new SandboxHealth({
+      id: this.id,
+      backend: this.backend,
+      spec: this.spec,
+      transport: this.#transport,
+      closed: () => this.#closed,
+      onLost: (reason) => {
+        this.#setPhase('lost', reason);
+        this.events.emit('lost', reason);
+      },
+    });
     if (options.pooled) this.#startup = new StartupLog(this.events);
     this.#transfers = new Transfers(this.#transport, options.transfers ?? 'native', {
       ctx: (op) => this.#ctx(op),
       ensureUsable: (op) => this.#usable(op),
-      checkAlive: (op) => this.#checkAlive(op),
+      checkAlive: (op) => this.#health.checkAlive(op),
       closed: () => this.#closed,
       interrupted: (op, cause) => this.#interruptedByTeardown(op, cause),
     });
@@ -245,7 +249,8 @@ export class SandboxEnvironment implements Environment {
 
   #usable(operation: Operation): void {
     if (this.#closed) throw this.#tornDown(operation);
-    if (this.#lostReason) throw this.#lost(operation, this.#lostReason);
+    const lost = this.#health.lostReason;
+    if (lost) throw this.#health.lost(operation, lost);
     if (this.#phase !== 'running') {
       throw new ConfigError({ ...this.#ctx(operation), message: `environment ${this.id} is not running (phase ${this.#phase}): call start() first` });
     }
@@ -254,15 +259,6 @@ export class SandboxEnvironment implements Environment {
   /** teardown() ran while an operation was in flight: the caller's own doing, so cancelled. */
   #interruptedByTeardown(operation: Operation, cause?: unknown): CancelledError {
     return new CancelledError({ ...this.#ctx(operation), message: `environment ${this.id} was torn down while ${operation} was running`, cause });
-  }
-
-  #lost(operation: Operation, reason: string, cause?: unknown): SandboxLostError | TaskFailure {
-    // The sandbox ended because the task outlived timeouts.lifetimeMs: the task's doing, and a
-    // retry would only run out of time again.
-    if (this.#lifetimeExceeded) {
-      return new TaskFailure({ ...this.#ctx(operation), kind: 'LifetimeExceeded', message: this.#lifetimeMessage(operation), cause });
-    }
-    return new SandboxLostError({ ...this.#ctx(operation), message: `sandbox ${this.id} was lost during ${operation}: ${reason}`, lastState: reason, cause });
   }
 
   // ----------------------------------------------------------------------------- warm pools
@@ -275,7 +271,7 @@ export class SandboxEnvironment implements Environment {
   async probe(): Promise<boolean> {
     if (this.#phase !== 'running' || this.#closed) return false;
     try {
-      return (await this.#checkAlive('start')) === undefined;
+      return (await this.#health.checkAlive('start')) === undefined;
     } catch {
       return false;
     }
@@ -293,75 +289,10 @@ export class SandboxEnvironment implements Environment {
     if (!this.#options.pooled || lifetime === undefined || this.#closed) return;
     this.#lifetimeTimer = setTimeout(() => {
       // What the engine does at a deadline: end the sandbox, and let the operations in flight find out.
-      this.#lifetimeExceeded = true;
       this.#expiring = this.#transport.remove().catch(() => undefined);
-      this.#markLost(`reached its lifetime of ${lifetime} ms (timeouts.lifetimeMs) since its claim from a warm pool`);
+      this.#health.expire(`reached its lifetime of ${lifetime} ms (timeouts.lifetimeMs) since its claim from a warm pool`);
     }, lifetime);
     this.#lifetimeTimer.unref();
-  }
-
-  /** Whose lifetime ran out: the spec's, or the backend's default (then the option that sets it). */
-  #lifetimeMessage(operation: Operation): string {
-    const own = this.spec.timeouts.lifetimeMs;
-    if (own !== undefined) return `sandbox ${this.id} reached its lifetime of ${own} ms (timeouts.lifetimeMs) during ${operation}`;
-    const byDefault = this.#defaultLifetimeMs;
-    if (byDefault === undefined) return `sandbox ${this.id} reached its lifetime during ${operation}`;
-    return (
-      `sandbox ${this.id} reached the ${this.backend} backend's default lifetime of ${byDefault} ms (${describeMs(byDefault)}) during ${operation}: ` +
-      'the spec sets no timeouts.lifetimeMs, so the backend option defaultLifetimeMs applied; ' +
-      'for longer tasks raise defaultLifetimeMs, or give the spec its own timeouts.lifetimeMs'
-    );
-  }
-
-  #markLost(reason: string): void {
-    // A sandbox removed by our own teardown is not lost: the caller asked for it.
-    if (this.#lostReason || this.#closed) return;
-    this.#lostReason = reason;
-    this.#setPhase('lost', reason);
-    this.events.emit('lost', reason);
-  }
-
-  /**
-   * Ask the backend whether the sandbox is still alive; marks it lost if not. `settleMs` polls a
-   * little: when a sandbox is killed, its processes end a moment before the backend says so.
-   */
-  async #checkAlive(operation: Operation, settleMs = 0, cause?: unknown): Promise<SandboxLostError | TaskFailure | undefined> {
-    if (this.#lostReason) return this.#lost(operation, this.#lostReason, cause);
-    const deadline = Date.now() + settleMs;
-    let asks = 0;
-    for (;;) {
-      let status;
-      try {
-        status = await this.#transport.inspect();
-      } catch (error) {
-        throw BerthError.isInstance(error) ? error : (this.#transport.mapError(error, operation) ?? error);
-      }
-      if (!status.running) {
-        if (status.lifetimeExpired === true && !this.#lifetimeExceeded) {
-          this.#lifetimeExceeded = true;
-          this.#defaultLifetimeMs = status.defaultLifetimeMs;
-        }
-        this.#markLost(status.reason);
-        return this.#lost(operation, status.reason, cause);
-      }
-      if (Date.now() >= deadline) return undefined;
-      // Quick at first, then no more than 4 asks a second.
-      await sleep(Math.min(250, 25 * 2 ** asks++));
-    }
-  }
-
-  /** A failed call: mapped by the backend; a sandbox it says is gone is asked how it ended. */
-  async #mapError(error: unknown, operation: Operation): Promise<unknown> {
-    const mapped = BerthError.isInstance(error) ? error : this.#transport.mapError(error, operation);
-    if (mapped && SandboxLostError.isInstance(mapped)) {
-      // A lifetime that ran out is not a loss: the backend's state says which. The call that found
-      // the sandbox gone may come a moment before the state does (a command sent as a deadline
-      // ends it): give the backend that moment to agree, as for a command killed from outside.
-      const seen = await this.#checkAlive(operation, LOSS_SETTLE_MS, error).catch(() => undefined);
-      if (seen) return seen;
-      this.#markLost(mapped.lastState ?? 'gone');
-    }
-    return mapped ?? error;
   }
 
   // ----------------------------------------------------------------------------- exec
@@ -379,7 +310,7 @@ export class SandboxEnvironment implements Environment {
       outcome = await runProcess(this.#transport, launched, opts, this.#ctx('exec'));
     } catch (error) {
       if (this.#closed) throw this.#interruptedByTeardown('exec', error);
-      throw await this.#mapError(error, 'exec');
+      throw await this.#health.mapError(error, 'exec');
     }
     if (this.#closed) throw this.#interruptedByTeardown('exec');
     const failed = outcome.result.exitCode !== 0 && this.#transport.replaceable === true;
@@ -388,7 +319,7 @@ export class SandboxEnvironment implements Environment {
       // A failed command in a sandbox that can be replaced under its name: was it still the same one?
       const code = outcome.result.exitCode;
       const settle = outcome.exitUnknown ? UNKNOWN_EXIT_SETTLE_MS : code === 137 || code === 143 || code < 0 ? LOSS_SETTLE_MS : 0;
-      const lost = await this.#checkAlive('exec', settle);
+      const lost = await this.#health.checkAlive('exec', settle);
       if (lost) throw lost;
     }
     if (outcome.cancelled) throw cancelledFrom(opts.signal!, this.#ctx('exec'));
@@ -417,7 +348,7 @@ export class SandboxEnvironment implements Environment {
     try {
       await this.#transport.setNetwork(mode);
     } catch (error) {
-      throw await this.#mapError(error, 'network');
+      throw await this.#health.mapError(error, 'network');
     }
     this.#network = mode;
   }
@@ -441,7 +372,7 @@ export class SandboxEnvironment implements Environment {
       ctx: this.#ctx('snapshot'),
       labels: sandboxLabels(this.id, this.#options.labels, { [LABEL_SNAPSHOT_OF]: this.id }),
       ...(opts.signal ? { signal: opts.signal } : {}),
-      mapError: (error) => this.#mapError(error, 'snapshot'),
+      mapError: (error) => this.#health.mapError(error, 'snapshot'),
     });
   }
 
