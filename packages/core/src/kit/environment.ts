@@ -14,14 +14,7 @@ import type {
   TransferOptions,
   TransferStats,
 } from '../contract.js';
-import {
-  BackendUnavailableError,
-  BerthError,
-  CancelledError,
-  ConfigError,
-  StartupTimeoutError,
-  type Operation,
-} from '../errors.js';
+import { BackendUnavailableError, BerthError, CancelledError, ConfigError, StartupTimeoutError, type Operation } from '../errors.js';
 import { LABEL_SNAPSHOT_OF, sandboxLabels } from '../labels.js';
 import { DEFAULT_BUILD_TIMEOUT_MS } from '../build-spec.js';
 import { DEFAULT_STARTUP_MS, isBuiltImage, type EnvironmentSpec } from '../spec.js';
