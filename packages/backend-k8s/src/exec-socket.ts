@@ -1,9 +1,12 @@
 import { PassThrough, Writable } from 'node:stream';
-import WebSocket from 'ws';
+import type https from 'node:https';
 import type { ProcessExit, ProcessRequest, SandboxProcess } from '@berth/core/backend-kit';
 import type { Cluster } from './cluster.js';
 import { CONTAINER } from './pod-manifest.js';
+import { ExecSocket, type ExecSocketHandlers } from './exec-websocket.js';
 import { StdinFramer, framedStdinPrologue } from './stdin-v4.js';
+
+export { ExecUpgradeError } from './exec-websocket.js';
 
 // The exec subresource over a WebSocket: every frame starts with its channel (0 stdin, 1 stdout,
 // 2 stderr, 3 the final Status, 4 a terminal's size, 255 close a channel: v5 only). v5.channel.k8s.io
@@ -22,6 +25,8 @@ const RESIZE = 4;
 const CLOSE = 255;
 /** The API server takes frames up to this size; larger writes are split. */
 const MAX_FRAME = 1024 * 1024;
+/** The final Status is a small JSON object; more than this is not read. */
+const MAX_STATUS = 64 * 1024;
 /** How far a reader may fall behind before the socket is paused. */
 const OUTPUT_BUFFER = 32 * 1024 * 1024;
 
@@ -34,19 +39,6 @@ const ENV_PROLOGUE = `${EXPORTS}; exec "$@"`;
  * final Status (measured on 1.34: a hang, or a reset that loses the Status).
  */
 const STDIN_PROLOGUE = `${EXPORTS}; "$@"; rc=$?; cat >/dev/null 2>&1; exit $rc`;
-
-const zeroMask = (mask: Buffer) => {
-  mask.fill(0);
-};
-
-/** A failed upgrade: the HTTP status the API server answered with (mapped like any API error). */
-export class ExecUpgradeError extends Error {
-  readonly statusCode: number;
-  constructor(statusCode: number, body: string) {
-    super(`exec was refused with HTTP ${statusCode}${body ? `: ${body.slice(0, 300)}` : ''}`);
-    this.statusCode = statusCode;
-  }
-}
 
 function execUrl(cluster: Cluster, pod: string, argv: readonly string[], stdin: boolean, tty: boolean): string {
   // A terminal merges stderr into stdout: kubectl asks for no stderr stream with one, and so does berth.
@@ -70,27 +62,20 @@ export function exitCodeOf(status: {
 }
 
 /** Open an exec connection; the server's choice of subprotocol is remembered for the cluster. */
-async function connect(cluster: Cluster, pod: string, argv: readonly string[], stdin: boolean, protocols: readonly string[], tty = false): Promise<WebSocket> {
-  const url = execUrl(cluster, pod, argv, stdin, tty);
-  const options: WebSocket.ClientOptions = { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 };
-  // Masking keeps a script's bytes from being read as HTTP by a proxy that sees them; inside TLS no
-  // proxy does, and masking 200 MiB in JavaScript cost ~0.9 s of CPU per upload (measured). The
-  // API server accepts any key; plain ws:// keeps random ones.
-  if (url.startsWith('wss:')) options.generateMask = zeroMask;
-  await cluster.kc.applyToHTTPSOptions(options);
-  const ws = new WebSocket(url, [...protocols], options);
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-    ws.once('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-      res.on('end', () => reject(new ExecUpgradeError(res.statusCode ?? 0, body)));
-      res.on('error', () => reject(new ExecUpgradeError(res.statusCode ?? 0, body)));
-    });
-  });
-  cluster.execProtocol = ws.protocol;
-  return ws;
+async function connect(
+  cluster: Cluster,
+  pod: string,
+  argv: readonly string[],
+  stdin: boolean,
+  protocols: readonly string[],
+  handlers: ExecSocketHandlers,
+  tty = false,
+): Promise<ExecSocket> {
+  const request: https.RequestOptions = {};
+  await cluster.kc.applyToHTTPSOptions(request);
+  const socket = await ExecSocket.connect({ url: execUrl(cluster, pod, argv, stdin, tty), protocols, request }, handlers);
+  cluster.execProtocol = socket.protocol;
+  return socket;
 }
 
 /**
@@ -98,11 +83,10 @@ async function connect(cluster: Cluster, pod: string, argv: readonly string[], s
  * with stdin, since the command line (with or without framing) is sent before the server answers.
  */
 async function learnProtocol(cluster: Cluster, pod: string): Promise<void> {
-  const ws = await connect(cluster, pod, ['true'], false, PROTOCOLS);
-  await new Promise((resolve) => {
-    ws.once('close', resolve);
-    ws.on('error', () => undefined);
-  });
+  let closed!: () => void;
+  const ended = new Promise<void>((resolve) => (closed = resolve));
+  await connect(cluster, pod, ['true'], false, PROTOCOLS, { data: () => undefined, close: () => closed() });
+  await ended;
 }
 
 /** Start one process in the pod's container through the exec subresource. */
@@ -118,70 +102,75 @@ export async function spawnExec(cluster: Cluster, pod: string, request: ProcessR
     : pairs.length
       ? ['/bin/sh', '-c', ENV_PROLOGUE, 'berth-exec', ...pairs, '--', ...request.argv]
       : request.argv;
-  const ws = await connect(cluster, pod, argv, request.stdin, framed ? [V4] : PROTOCOLS, tty !== undefined);
-  const v5 = ws.protocol === V5;
-  // The size goes on the resize channel once the stream is up; the kit's argv waits for it.
-  if (tty) ws.send(Buffer.concat([Buffer.from([RESIZE]), Buffer.from(JSON.stringify({ Width: tty.cols, Height: tty.rows }))]));
-  const framer = framed ? new StdinFramer() : undefined;
-  // Traffic on a quiet connection, so that no idle timeout on the way cuts a silent command.
-  const keepAlive = setInterval(() => ws.ping(), cluster.execKeepAliveMs);
-  keepAlive.unref();
   // Deep buffers: the socket is paused only when a reader falls far behind. A paused socket makes
   // the API server (1.34, measured) close after the exit status without sending the rest of
   // stdout; the kit's transfers detect that, and a deep buffer makes it rare.
   const stdout = new PassThrough({ highWaterMark: OUTPUT_BUFFER });
   const stderr = new PassThrough({ highWaterMark: OUTPUT_BUFFER });
   let status: ProcessExit | undefined;
+  let statusText = '';
   let paused = false;
+  let socket: ExecSocket | undefined;
   const push = (target: PassThrough, data: Buffer) => {
-    if (target.write(data) || paused) return;
+    if (target.write(data) || paused || !socket) return;
     paused = true;
-    ws.pause();
+    socket.pause();
     target.once('drain', () => {
       paused = false;
-      ws.resume();
+      socket?.resume();
     });
   };
-  ws.on('message', (raw: Buffer) => {
-    const frame = Buffer.isBuffer(raw) ? raw : Buffer.from(raw);
-    if (frame.length === 0) return;
-    const data = frame.subarray(1);
-    switch (frame[0]) {
-      case STDOUT:
-        if (data.length) push(stdout, data);
-        break;
-      case STDERR:
-        if (data.length) push(stderr, data);
-        break;
-      case STATUS:
-        try {
-          const code = exitCodeOf(JSON.parse(data.toString('utf8')) as Parameters<typeof exitCodeOf>[0]);
-          status = { code: code ?? null };
-        } catch {
-          status = { code: null };
-        }
-        break;
-    }
-  });
-  const exit = new Promise<ProcessExit>((resolve) => {
-    ws.once('close', () => {
+  let resolveExit!: (exit: ProcessExit) => void;
+  const exit = new Promise<ProcessExit>((resolve) => (resolveExit = resolve));
+  let keepAlive: NodeJS.Timeout | undefined;
+  const handlers: ExecSocketHandlers = {
+    data(channel, data, end) {
+      switch (channel) {
+        case STDOUT:
+          if (data.length) push(stdout, data);
+          break;
+        case STDERR:
+          if (data.length) push(stderr, data);
+          break;
+        case STATUS:
+          if (statusText.length < MAX_STATUS) statusText += data.toString('utf8');
+          if (end) {
+            try {
+              const code = exitCodeOf(JSON.parse(statusText) as Parameters<typeof exitCodeOf>[0]);
+              status = { code: code ?? null };
+            } catch {
+              status = { code: null };
+            }
+          }
+          break;
+      }
+    },
+    close() {
       clearInterval(keepAlive);
       stdout.end();
       stderr.end();
       // Closed without a Status frame: the kit asks the pod whether it is still there.
-      resolve(status ?? { code: null, interrupted: true });
-    });
-  });
-  ws.on('error', () => undefined); // surfaced through 'close'
-  // One frame buffer per connection, reused: ws hands it to the socket (unmasked inside TLS, see
-  // connect) and calls back once it is written, and only then is the next part copied in. A new
-  // buffer per frame was 200 MiB of garbage per 200 MiB upload.
+      resolveExit(status ?? { code: null, interrupted: true });
+    },
+  };
+  socket = await connect(cluster, pod, argv, request.stdin, framed ? [V4] : PROTOCOLS, handlers, tty !== undefined);
+  const ws = socket;
+  const v5 = ws.protocol === V5;
+  // The size goes on the resize channel once the stream is up; the kit's argv waits for it.
+  if (tty) ws.send(Buffer.concat([Buffer.from([RESIZE]), Buffer.from(JSON.stringify({ Width: tty.cols, Height: tty.rows }))]));
+  const framer = framed ? new StdinFramer() : undefined;
+  // Traffic on a quiet connection, so that no idle timeout on the way cuts a silent command.
+  keepAlive = setInterval(() => ws.ping(), cluster.execKeepAliveMs);
+  keepAlive.unref();
+  // One frame buffer per connection, reused: the socket has taken each frame when send calls back,
+  // and only then is the next part copied in. A new buffer per frame was 200 MiB of garbage per
+  // 200 MiB upload.
   let frame: Buffer | undefined;
   let stdinClosed = false;
   const stdin = request.stdin
     ? new Writable({
         write(raw: Buffer, _encoding, done) {
-          if (ws.readyState !== WebSocket.OPEN) return done(new Error('the exec connection closed while stdin was being written'));
+          if (!ws.open) return done(new Error('the exec connection closed while stdin was being written'));
           const chunk = framer ? Buffer.from(framer.push(raw), 'latin1') : raw;
           let offset = 0;
           const next = (error?: Error) => {
@@ -198,16 +187,15 @@ export async function spawnExec(cluster: Cluster, pod: string, request: ProcessR
         },
         final(done) {
           if (tty) done();
-          else if (framer && ws.readyState === WebSocket.OPEN)
-            ws.send(Buffer.concat([Buffer.from([STDIN]), Buffer.from(framer.end(), 'latin1')]), () => done());
-          else if (v5 && ws.readyState === WebSocket.OPEN) {
+          else if (framer && ws.open) ws.send(Buffer.concat([Buffer.from([STDIN]), Buffer.from(framer.end(), 'latin1')]), () => done());
+          else if (v5 && ws.open) {
             stdinClosed = true;
             ws.send(Buffer.from([CLOSE, STDIN]), () => done());
           } else done();
         },
         destroy(error, done) {
           // Destroyed before its end (an abort): say stdin is over; after final() it already is.
-          if (v5 && !tty && !stdinClosed && ws.readyState === WebSocket.OPEN) ws.send(Buffer.from([CLOSE, STDIN]));
+          if (v5 && !tty && !stdinClosed && ws.open) ws.send(Buffer.from([CLOSE, STDIN]));
           done(error);
         },
       })
