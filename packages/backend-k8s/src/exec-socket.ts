@@ -6,8 +6,6 @@ import { CONTAINER } from './pod-manifest.js';
 import { ExecSocket, type ExecSocketHandlers } from './exec-websocket.js';
 import { StdinFramer, framedStdinPrologue } from './stdin-v4.js';
 
-export { ExecUpgradeError } from './exec-websocket.js';
-
 // The exec subresource over a WebSocket: every frame starts with its channel (0 stdin, 1 stdout,
 // 2 stderr, 3 the final Status, 4 a terminal's size, 255 close a channel: v5 only). v5.channel.k8s.io
 // lets berth close stdin; v4 cannot, so on a v4-only server stdin is framed (stdin-v4.ts). With a

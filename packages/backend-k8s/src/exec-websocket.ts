@@ -15,8 +15,8 @@ const BINARY = 0x2;
 const CLOSE = 0x8;
 const PING = 0x9;
 const PONG = 0xa;
-/** Control frames and the parts of a frame header are small; anything bigger is a broken peer. */
-const MAX_CONTROL = 125;
+/** The longest length a header's 7 bits hold; also the most a control frame may carry (RFC 6455 5.5). */
+const SHORT_LENGTH = 125;
 
 /** A failed upgrade: the HTTP status the API server answered with (mapped like any API error). */
 export class ExecUpgradeError extends Error {
@@ -152,7 +152,7 @@ export class ExecSocket {
       return;
     }
     const length = payload.length;
-    const extra = length > 0xffff ? 8 : length > MAX_CONTROL ? 2 : 0;
+    const extra = length > 0xffff ? 8 : length > SHORT_LENGTH ? 2 : 0;
     const header = Buffer.allocUnsafe(2 + extra + 4);
     header[0] = 0x80 | opcode;
     header[1] = 0x80 | (extra === 8 ? 127 : extra === 2 ? 126 : length);
@@ -217,7 +217,7 @@ export class ExecSocket {
     this.#maskOffset = 0;
     this.#inFrame = true;
     this.#header = Buffer.alloc(0);
-    if (opcode >= CLOSE && length > MAX_CONTROL) {
+    if (opcode >= CLOSE && length > SHORT_LENGTH) {
       this.terminate();
       return chunk.length;
     }
@@ -245,7 +245,7 @@ export class ExecSocket {
       this.#channel = data[0]!;
       data = data.subarray(1);
     }
-    // Each part goes out as it came, except the last: end comes with the frame's end.
+    // Each part goes out as it came; the message's end is told by #endFrame.
     if (data.length) this.#handlers.data(this.#channel, data, false);
   }
 
