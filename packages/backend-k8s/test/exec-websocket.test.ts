@@ -1,10 +1,17 @@
 // berth's exec WebSocket reader against a local server that writes frames the awkward ways a
 // real one may: headers and payloads cut at every byte, a message in fragments with a ping
 // between them, 16- and 64-bit lengths, a Status in two parts, a close. What comes out must be
-// the bytes sent, on their channels, with the ping answered and the close honoured.
+// the bytes sent, on their channels, with the ping answered and the close honoured. And the
+// masks: unmasked only inside TLS (wss://, where no proxy reads the stream and the API server
+// accepts any key: every upload in the conformance suite goes that way); on plain ws:// the same
+// server reads a random key per frame off the wire.
 import { createHash } from 'node:crypto';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
+import { Cluster } from '../src/cluster.js';
+import { spawnExec } from '../src/exec-socket.js';
 import { ExecSocket, ExecUpgradeError } from '../src/exec-websocket.js';
 
 const servers: Server[] = [];
@@ -29,9 +36,9 @@ function frame(opcode: number, payload: Buffer, fin = true): Buffer {
   return Buffer.concat([head, payload]);
 }
 
-/** Client frames as the server reads them: opcode and unmasked payload. */
-function readClientFrames(data: Buffer): Array<{ opcode: number; payload: Buffer }> {
-  const frames: Array<{ opcode: number; payload: Buffer }> = [];
+/** Client frames as the server reads them: opcode, mask key and unmasked payload. */
+function readClientFrames(data: Buffer): Array<{ opcode: number; mask: Buffer; payload: Buffer }> {
+  const frames: Array<{ opcode: number; mask: Buffer; payload: Buffer }> = [];
   let at = 0;
   while (at + 2 <= data.length) {
     let n = data[at + 1]! & 0x7f;
@@ -43,19 +50,22 @@ function readClientFrames(data: Buffer): Array<{ opcode: number; payload: Buffer
       n = Number(data.readBigUInt64BE(o));
       o += 8;
     }
-    const mask = data.subarray(o, o + 4);
+    const mask = Buffer.from(data.subarray(o, o + 4));
     o += 4;
     if (o + n > data.length) break;
     const payload = Buffer.from(data.subarray(o, o + n));
     for (let i = 0; i < n; i++) payload[i]! ^= mask[i % 4]!;
-    frames.push({ opcode: data[at]! & 0x0f, payload });
+    frames.push({ opcode: data[at]! & 0x0f, mask, payload });
     at = o + n;
   }
   return frames;
 }
 
 /** A server that upgrades, then runs `script` with the socket; what the client sent is kept. */
-async function server(script: (socket: Socket) => Promise<void>, answer?: string): Promise<{ url: string; received: () => Buffer }> {
+async function server(
+  script: (socket: Socket, received: () => Buffer) => Promise<void>,
+  answer?: string,
+): Promise<{ url: string; port: number; received: () => Buffer }> {
   let received = Buffer.alloc(0);
   const srv = createServer((socket) => {
     let upgraded = false;
@@ -81,12 +91,13 @@ async function server(script: (socket: Socket) => Promise<void>, answer?: string
       socket.write(
         `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n`,
       );
-      void script(socket);
+      void script(socket, () => received);
     });
   });
   servers.push(srv);
   await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  return { url: `ws://127.0.0.1:${(srv.address() as AddressInfo).port}/exec`, received: () => received };
+  const port = (srv.address() as AddressInfo).port;
+  return { url: `ws://127.0.0.1:${port}/exec`, port, received: () => received };
 }
 
 /** Write bytes one at a time, each its own TCP segment as far as the reader can tell. */
@@ -149,5 +160,36 @@ describe('the exec WebSocket reader', () => {
     expect(error).toBeInstanceOf(ExecUpgradeError);
     expect((error as ExecUpgradeError).statusCode).toBe(403);
     expect((error as Error).message).toContain('is forbidden');
+  });
+
+  it('on plain ws:// every stdin frame carries its own random mask key', async () => {
+    const binary = (received: Buffer) => readClientFrames(received).filter((f) => f.opcode === 2);
+    const { port, received } = await server(async (socket, got) => {
+      // Once stdin is closed (v5: channel 255, stream 0): the final Status, then the close frame.
+      while (!binary(got()).some((f) => f.payload[0] === 255 && f.payload[1] === 0)) await sleep(5);
+      socket.write(frame(2, Buffer.concat([Buffer.from([3]), Buffer.from('{"status":"Success"}')])));
+      socket.end(frame(8, Buffer.alloc(0)));
+    });
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'local', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+      users: [{ name: 'local' }],
+      contexts: [{ name: 'local', cluster: 'local', user: 'local', namespace: 'berth-test' }],
+      currentContext: 'local',
+    });
+    const cluster = new Cluster({ kubeconfig: kc });
+    cluster.execProtocol = 'v5.channel.k8s.io';
+    const proc = await spawnExec(cluster, 'pod', { argv: ['cat'], env: {}, stdin: true, asRoot: true });
+    proc.stdout.resume();
+    proc.stderr.resume();
+    // Three parts of at most 1 MiB each (the frame limit), then the close of stdin.
+    proc.stdin!.end(Buffer.alloc(3 * 1024 * 1024 - 5, 7));
+    expect(await proc.exit).toEqual({ code: 0 });
+    const masks = binary(received()).map((f) => f.mask);
+    expect(masks.length).toBe(4);
+    for (const mask of masks) expect(mask.length, 'every client frame is masked').toBe(4);
+    const keys = new Set(masks.map((m) => m.toString('hex')));
+    expect(keys.has('00000000'), 'no zero key outside TLS').toBe(false);
+    expect(keys.size, 'a fresh key per frame').toBe(4);
   });
 });
