@@ -112,8 +112,13 @@ start etcd "$KUBE" etcd --data-dir "$KUBE_STATE/etcd" --listen-client-urls http:
   --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380 --log-level warn
 wait_for etcd 30 curl -sf http://127.0.0.1:2379/health
 
+# The API server listens on every local address so that pods reach it through the kubernetes
+# service (10.0.0.1:443, kube-proxy below), as on a real cluster: its endpoint is the node's address.
+# Only this machine and its pods may connect (a rule in INPUT drops anyone else).
+rule=(INPUT -p tcp --dport 6443 ! -s 10.244.0.0/24 -m addrtype ! --src-type LOCAL -j DROP)
+iptables -w -C "${rule[@]}" 2>/dev/null || iptables -w -I "${rule[@]}"
 start apiserver "$KUBE" apiserver --etcd-servers http://127.0.0.1:2379 \
-  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port 6443 \
+  --bind-address 0.0.0.0 --advertise-address "$NODE_IP" --secure-port 6443 \
   --service-cluster-ip-range 10.0.0.0/24 --authorization-mode Node,RBAC \
   --client-ca-file "$PKI/ca.crt" --tls-cert-file "$PKI/serving.crt" --tls-private-key-file "$PKI/serving.key" \
   --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
@@ -164,11 +169,11 @@ state = "/run/berth-containerd/state"
   [plugins."io.containerd.grpc.v1.cri".registry.mirrors."127.0.0.1:5000"]
     endpoint = ["http://127.0.0.1:5000"]
 EOF
-# Pods on a host-only bridge: no route out, no masquerading.
+# Pods on a host-only bridge: no route out but to the services' range (kube-proxy), no masquerading.
 cat >"$KUBE_STATE/cni/net.d/10-berth.conflist" <<EOF
 { "cniVersion": "0.4.0", "name": "berth", "plugins": [
   { "type": "bridge", "bridge": "berth0", "isGateway": true, "ipMasq": false,
-    "ipam": { "type": "host-local", "ranges": [[{ "subnet": "10.244.0.0/24" }]], "routes": [] } },
+    "ipam": { "type": "host-local", "ranges": [[{ "subnet": "10.244.0.0/24" }]], "routes": [{ "dst": "10.0.0.0/24" }] } },
   { "type": "portmap", "capabilities": { "portMappings": true } } ] }
 EOF
 # The bridge itself, made now rather than by the first pod: tests listen on its address (10.244.0.1)
@@ -231,6 +236,17 @@ start kube-router "$KUBE_STATE/kube-router" --run-firewall --run-router=false --
   --hostname-override "$NODE" --kubeconfig "$KUBE_STATE/admin.kubeconfig" --service-cluster-ip-range 10.0.0.0/24 \
   --health-port 0 --metrics-port 0
 wait_for "kube-router's policy chains" 60 iptables -w -n -L KUBE-ROUTER-INPUT
+
+# Services, as a real cluster has them: kube-proxy (iptables mode) from the same binary, so that
+# 10.0.0.1:443 (the kubernetes service, KUBERNETES_SERVICE_HOST in every pod) reaches the API server
+# and berth's default network proof works. It leaves the host's sysctls alone (conntrack limits,
+# route_localnet) and serves health and metrics on loopback only.
+start kube-proxy "$KUBE" proxy --kubeconfig "$KUBE_STATE/admin.kubeconfig" --hostname-override "$NODE" \
+  --proxy-mode iptables --cluster-cidr 10.244.0.0/24 --conntrack-max-per-core 0 \
+  --conntrack-tcp-timeout-established 0 --conntrack-tcp-timeout-close-wait 0 --iptables-localhost-nodeports=false \
+  --healthz-bind-address 127.0.0.1:10256 --metrics-bind-address 127.0.0.1:10249
+service_proxied() { iptables -w -t nat -S KUBE-SERVICES | grep -q 'default/kubernetes:https'; }
+wait_for "kube-proxy's rule for the kubernetes service" 60 service_proxied
 
 # --- the tests' namespace and identity: a service account bound only to berth's Role ----------
 K=(kubectl --kubeconfig "$KUBE_STATE/admin.kubeconfig")

@@ -16,6 +16,10 @@ stop_pid kubelet
 # The policy controller, then its iptables chains and ipsets (kube-router removes its own).
 stop_pid kube-router
 [ -x "$KUBE_STATE/kube-router" ] && "$KUBE_STATE/kube-router" --cleanup-config >/dev/null 2>&1
+# The service proxy, then its iptables chains.
+stop_pid kube-proxy
+[ -x "$KUBE_STATE/kube" ] && "$KUBE_STATE/kube" proxy --cleanup >/dev/null 2>&1
+iptables -w -D INPUT -p tcp --dport 6443 ! -s 10.244.0.0/24 -m addrtype ! --src-type LOCAL -j DROP 2>/dev/null
 # Every pod's containers, through containerd (their shims outlive containerd otherwise).
 CTR=(ctr --address /run/berth-containerd/containerd.sock -n k8s.io)
 if [ -S /run/berth-containerd/containerd.sock ]; then

@@ -1,4 +1,5 @@
-import type { Cluster } from './cluster.js';
+import { BackendUnavailableError } from '@berth/core';
+import { BACKEND, type Cluster } from './cluster.js';
 import { spawnExec } from './exec-socket.js';
 
 /**
@@ -46,7 +47,14 @@ export async function probeFromPod(cluster: Cluster, pod: string, target: { host
   const timer = setTimeout(() => proc.abandon(), EXEC_LIMIT_MS);
   try {
     const { code } = await proc.exit;
-    if (code === null) throw new Error('the network probe ended without an exit status (the exec connection was cut)');
+    if (code === null) {
+      // Transient: the exec's connection was cut (a restarting API server or kubelet, a loaded node).
+      throw new BackendUnavailableError({
+        operation: 'network',
+        backend: BACKEND,
+        message: 'the network probe ended without an exit status (the exec connection was cut)',
+      });
+    }
     if (code === 0) return 'reached';
     if (code === 3) return 'no-tool';
     if (code === 4) return 'no-address';

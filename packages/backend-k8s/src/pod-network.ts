@@ -78,23 +78,45 @@ export class PodNetwork {
    * on 'public', back where it started, before any command of the task runs.
    */
   async settle(pod: string, mode: NetworkMode, environmentId: string, signal?: AbortSignal): Promise<void> {
-    if (this.#enforced === undefined) {
-      const proof = this.#prove(pod, mode, environmentId, signal);
-      this.#enforced = proof;
-      try {
-        this.#enforced = await proof;
-      } catch (error) {
-        // Not a verdict (the probe address unreachable, the pod gone): the next pod tries again.
-        this.#enforced = undefined;
-        throw error;
+    for (;;) {
+      if (this.#enforced === undefined) {
+        const proof = this.#prove(pod, mode, environmentId, signal);
+        this.#enforced = proof;
+        try {
+          this.#enforced = await proof;
+        } catch (error) {
+          // Not a verdict (the probe address unreachable, the pod gone): the next pod proves it again.
+          this.#enforced = undefined;
+          throw error;
+        }
+        if (!this.#enforced) throw this.#notEnforced(environmentId);
+        return;
       }
-      if (!this.#enforced) throw this.#notEnforced(environmentId);
+      const outcome = await Promise.resolve(this.#enforced).then(
+        (verdict) => ({ verdict }),
+        (error: unknown) => ({ error }),
+      );
+      if ('error' in outcome) {
+        // The proof this pod waited on ended without a verdict. Where it cannot be proved at all (the
+        // probe address unreachable from a public pod, no tool to probe with), every pod that waited
+        // gets the same answer; otherwise (that pod lost, its start aborted) this pod proves it
+        // itself. Never skipped: a pod that only checked it is cut off would pass where nothing
+        // enforces anything and the probe address is simply unreachable.
+        if (ConfigError.isInstance(outcome.error) || CapabilityError.isInstance(outcome.error)) throw this.#shared(outcome.error, environmentId);
+        continue;
+      }
+      if (outcome.verdict === false) throw this.#notEnforced(environmentId);
+      if (!(await this.#await(pod, mode === 'none' ? 'blocked' : 'reached', environmentId, signal))) throw this.#didNotHold(mode, environmentId);
       return;
     }
-    // A proof under way elsewhere that ends without a verdict leaves this pod's own check to decide.
-    const verdict = await Promise.resolve(this.#enforced).catch(() => undefined);
-    if (verdict === false) throw this.#notEnforced(environmentId);
-    if (!(await this.#await(pod, mode === 'none' ? 'blocked' : 'reached', environmentId, signal))) throw this.#didNotHold(mode, environmentId);
+  }
+
+  /** Another pod's proof's refusal, said for this pod. */
+  #shared(error: ConfigError | CapabilityError, environmentId: string): ConfigError | CapabilityError {
+    const common = { operation: 'start' as const, backend: BACKEND, environmentId, message: error.message, cause: error };
+    return ConfigError.isInstance(error)
+      ? new ConfigError({ ...common, ...(error.path !== undefined ? { path: error.path } : {}) })
+      : new CapabilityError({ ...common, capability: error.capability });
   }
 
   /** Enforced? Decided on this pod, which ends on the label it started with. */

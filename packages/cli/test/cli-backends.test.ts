@@ -32,25 +32,51 @@ async function report(jobDir: string): Promise<HarborJobReport> {
   return JSON.parse(await readFile(join(jobDir, 'report.json'), 'utf8')) as HarborJobReport;
 }
 
+describe('berth preflight on Kubernetes', () => {
+  it('checks a public and a no-network task on one image apart: the one the cluster cannot hold fails, the other passes', async () => {
+    const tasks = await writeDataset(join(root, 'k8s-preflight'), [
+      { id: 'online', kind: 'pass', network: 'public' },
+      { id: 'offline', kind: 'pass' },
+    ]);
+    // kube-router lets every pod reach the node's node ports whatever the policy: probing one, the
+    // deny-all policy is seen not to hold, as on a cluster without an enforcer.
+    const probe = createServer((socket) => socket.end());
+    let port = 0;
+    for (let i = 0; i < 20 && port === 0; i++) {
+      const p = 30000 + Math.floor(Math.random() * 2768);
+      port = await new Promise<number>((resolve) => {
+        probe.once('error', () => resolve(0));
+        probe.listen(p, POD_BRIDGE_ADDRESS, () => resolve(p));
+      });
+    }
+    const env = { KUBECONFIG: BERTH_KUBECONFIG, DOCKER_CONFIG: dockerConfig };
+    const preflight = await berth(['preflight', tasks, '--backend', 'k8s', '--network-probe', `${POD_BRIDGE_ADDRESS}:${port}`], {
+      env,
+      timeoutMs: 120_000,
+    }).finally(() => probe.close());
+    expect(preflight.code, preflight.stdout + preflight.stderr).toBe(1);
+    const row = (name: string) => preflight.stdout.split('\n').find((l) => l.includes(name) && l.includes('berth-test/busybox')) ?? '';
+    expect(row('network none')).toMatch(/^FAIL .*offline/);
+    expect(row('network none')).toMatch(/does not enforce NetworkPolicy/);
+    expect(row('network public')).toMatch(/^OK .*online/);
+  }, 150_000);
+});
+
 describe('berth run on other backends', () => {
   it('k8s: a private image pulled with the Docker config credentials, one pod per attempt, none left', async () => {
     const tasks = await writeDataset(join(root, 'k8s'), [
       { id: 'k8s-pass', kind: 'pass', image: '127.0.0.1:5000/berth/private-busybox:k8s' },
       { id: 'k8s-fail', kind: 'fail', image: '127.0.0.1:5000/berth/private-busybox:k8s' },
     ]);
-    // The tasks are offline (no-network). The test cluster has no kube-proxy, so a pod cannot reach the
-    // API server's service, berth's default address for checking a pod's network from inside: a
-    // listener on the pods' bridge is given with --network-probe instead.
-    const probe = createServer((socket) => socket.end());
-    await new Promise<void>((resolve) => probe.listen(0, POD_BRIDGE_ADDRESS, resolve));
-    const network = ['--network-probe', `${POD_BRIDGE_ADDRESS}:${(probe.address() as AddressInfo).port}`];
+    // The tasks are offline (no-network): berth proves the cluster enforces NetworkPolicy from inside
+    // a pod against the API server's service (kube-proxy on the test cluster, as on a real one).
     const env = { KUBECONFIG: BERTH_KUBECONFIG, DOCKER_CONFIG: dockerConfig };
-    const preflight = await berth(['preflight', tasks, '--backend', 'k8s', ...network], { env });
+    const preflight = await berth(['preflight', tasks, '--backend', 'k8s'], { env });
     expect(preflight.code, preflight.stdout + preflight.stderr).toBe(0);
     expect(preflight.stdout).toMatch(/OK +rbac: /);
 
     const jobDir = join(root, 'k8s-job');
-    const result = await berth(['run', tasks, '--backend', 'k8s', ...network, '--job-dir', jobDir], { env, timeoutMs: 240_000 }).finally(() => probe.close());
+    const result = await berth(['run', tasks, '--backend', 'k8s', '--job-dir', jobDir], { env, timeoutMs: 240_000 });
     expect(result.code, result.stdout + result.stderr).toBe(0);
     const job = await report(jobDir);
     expect(job.backend).toBe('k8s');

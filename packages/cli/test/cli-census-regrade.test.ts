@@ -14,7 +14,12 @@ let jobDir: string;
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'berth-cli-census-'));
   const tasks = await writeDataset(join(root, 'tasks'), [
-    ...PRIVATE_TAGS.map((tag, i) => ({ id: `private-${i}`, kind: 'private' as const, image: `127.0.0.1:5000/berth/private-busybox:${tag}` })),
+    // One task is called "private": its id must not be replaced inside the image name private-busybox.
+    ...PRIVATE_TAGS.map((tag, i) => ({
+      id: i === 0 ? 'private' : `private-${i}`,
+      kind: 'private' as const,
+      image: `127.0.0.1:5000/berth/private-busybox:${tag}`,
+    })),
     { id: 'no-reward-1', kind: 'no-reward' },
     { id: 'no-reward-2', kind: 'no-reward' },
     { id: 'fake-1', kind: 'fake-zero' },
@@ -51,6 +56,9 @@ describe('berth census', () => {
     const text = await berth(['census', jobDir]);
     expect(text.stdout).toMatch(/^2 problem\(s\) among 5 failed attempt\(s\) of 5 task\(s\) \(11 tasks in the run\)/);
     expect(text.stdout).toMatch(/3 {2}permanent_infra {2}ImagePullError {2}\(3 task\(s\), final for 3\)/);
+    // The advice in the CLI's words, as the run printed it: a flag or the Docker config, not a library option.
+    expect(text.stdout).toMatch(/log in with docker login/);
+    expect(text.stdout).not.toMatch(/spec\.image\.auth|options\./);
   });
 });
 
@@ -83,7 +91,7 @@ describe('berth regrade', () => {
       ['fake-3', 0, 1, 'fake zero'],
     ]);
     // Over the 8 scored tasks' chosen attempts: 2 passes recorded, 5 after regrading.
-    expect(data.mean).toEqual({ recorded: 2 / 8, regraded: 5 / 8, over: 8 });
+    expect(data.mean).toEqual({ recorded: 2 / 8, over: 8, regraded: 5 / 8, regradedOver: 8 });
 
     const text = await berth(['regrade', jobDir, '--reward-parser', parser]);
     expect(text.stdout).toContain('agreement 62.5 % (5/8); 3 disagreement(s), 0 parser error(s)');
@@ -98,5 +106,8 @@ describe('berth regrade', () => {
     expect(result.stdout).toContain('agreement n/a: no attempt could be regraded (the parser failed on all 8; the first error is below)');
     expect(result.stdout).not.toMatch(/100\.0 %/);
     expect(result.stdout).toMatch(/error pass-1 attempt 1: the reward parser printed "not-a-number", not a number/);
+    // No recorded value stands in for a regraded one: no regraded mean at all.
+    expect(result.stdout).toContain('mean reward over 8 chosen attempt(s): recorded 0.250; regraded n/a (none of them could be regraded)');
+    expect(result.stdout).not.toMatch(/regraded \d\.\d{3}/);
   });
 });

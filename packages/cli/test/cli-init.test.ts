@@ -30,6 +30,17 @@ describe('berth init', () => {
     expect(JSON.parse(idle.stdout).report.score.mean).toBe(0);
   });
 
+  it("quotes a path with spaces in its hints, and its test.sh says reward.json's rule as berth applies it", async () => {
+    const dir = join(root, "a task's dir");
+    const made = await berth(['init', dir, '--image', 'berth-test/busybox:latest']);
+    expect(made.code, made.stderr).toBe(0);
+    expect(made.stdout).toContain(`berth run '${join(root, "a task'\\''s dir")}'`);
+    const testSh = await readFile(join(dir, 'tests', 'test.sh'), 'utf8');
+    expect(testSh).toContain('{"reward": 0.75, "passed": 3}');
+    expect(testSh).toMatch(/Several fields and no "reward" score nothing/);
+    expect(await readFile(join(dir, 'task.toml'), 'utf8')).not.toMatch(/not on Kubernetes/);
+  });
+
   it('never overwrites: a directory with files in it is refused', async () => {
     const again = await berth(['init', join(root, 'my-task')]);
     expect(again.code).toBe(2);

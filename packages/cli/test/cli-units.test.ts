@@ -71,6 +71,16 @@ describe('failure fingerprints', () => {
     expect(normaliseMessage('first line\nsecond line')).toBe('first line');
   });
 
+  it('replace a task id only where it stands alone, never inside an image or another name', () => {
+    const said = (id: string, image: string) =>
+      normaliseMessage(`task ${id} (/data/tasks/${id}): pulling ${image} was refused; the image private-busybox needs credentials`, id);
+    // The task "private" and the image "private-busybox": one problem, the image's name intact.
+    const a = said('private', '127.0.0.1:5000/berth/private-busybox:cli');
+    const b = said('other', '127.0.0.1:5000/berth/private-busybox:cli-2');
+    expect(a).toBe(b);
+    expect(a).toBe('task <task> (/data/tasks/<task>): pulling <image> was refused; the image private-busybox needs credentials');
+  });
+
   it('group failed attempts, counting tasks and final failures', () => {
     const view = (taskId: string, attempt: number, type: string, message: string): AttemptView => ({
       taskId,

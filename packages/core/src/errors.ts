@@ -177,6 +177,33 @@ export class TaskFailure extends BerthError {
   }
 }
 
+const taskDefinition = Symbol.for('berth.error.TaskDefinitionError');
+/**
+ * The task itself is defined wrongly, in a way berth can see: a script with CRLF line endings, no
+ * verifier or one that cannot start, a reward file with no score, no solution for the oracle. Not
+ * a task failure (no model is scored 0 for it) and not retried; the run is invalid until the task
+ * is fixed, and the message says how. Its category is permanent_infra (retrying cannot help and
+ * the score would not be the model's); its type tells it apart from a misconfigured backend.
+ */
+export class TaskDefinitionError extends BerthError {
+  private readonly [taskDefinition] = true;
+  readonly category = 'permanent_infra' as const;
+  readonly retryable = false;
+  readonly type = 'TaskDefinitionError';
+  /** The task's file that is wrong, relative to the task's directory (e.g. 'tests/test.sh'). */
+  readonly path?: string;
+  constructor(options: BerthErrorOptions & { path?: string }) {
+    super(options);
+    if (options.path !== undefined) this.path = options.path;
+  }
+  static override isInstance(e: unknown): e is TaskDefinitionError {
+    return hasMarker(e, taskDefinition);
+  }
+  protected override details(): Record<string, string> | undefined {
+    return this.path === undefined ? undefined : { path: this.path };
+  }
+}
+
 /** The first BerthError in a cause chain, starting with the value itself. */
 export function findBerthCause(error: unknown): BerthError | undefined {
   let current: unknown = error;

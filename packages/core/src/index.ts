@@ -66,6 +66,7 @@ export {
   ImagePullError,
   SandboxLostError,
   StartupTimeoutError,
+  TaskDefinitionError,
   TaskFailure,
   TransferError,
   findBerthCause,

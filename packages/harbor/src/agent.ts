@@ -1,8 +1,9 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ConfigError, TransferError, linkSignals, type Environment, type ExecOptions, type ExecResult, type TrialContext } from '@berth/core';
+import { TransferError, linkSignals, type Environment, type ExecOptions, type ExecResult, type TrialContext } from '@berth/core';
 import { INSTRUCTION_PATH, startCommand, type CommandAgent } from './command-agent.js';
 import { checkVariables, resolveEnv, type HostEnv } from './env-template.js';
+import { scriptCouldNotStart, unstartableScript } from './script-start.js';
 import { exceptionInfo, type HarborExceptionInfo } from './exception-info.js';
 import type { StepTimer, StepTiming } from './steps.js';
 import type { HarborTask } from './task.js';
@@ -57,27 +58,12 @@ interface AgentRun {
 }
 
 /**
- * A ConfigError before any sandbox starts: an oracle run of a task without a solution cannot mean
- * anything, and one whose [solution.env] needs host variables that are not set would run wrong.
+ * A ConfigError before any sandbox starts: an oracle run whose [solution.env] needs host variables
+ * that are not set would run wrong. (A task without a solution is the task's own mistake:
+ * definitionProblems in task-preflight.ts.)
  */
 export function checkAgentCanRun(agent: HarborAgent, task: HarborTask, hostEnv: HostEnv): void {
   if (agent !== 'oracle') return;
-  // harbor's oracle runs each step's steps/<name>/solution/solve.sh, else the task's solution/solve.sh.
-  const missing = task.steps?.find((step) => step.solutionDir === undefined);
-  if (missing) {
-    throw new ConfigError({
-      operation: 'config',
-      path: `steps/${missing.name}/solution/solve.sh`,
-      message: `task ${task.id} (${task.dir}): step "${missing.name}" has no steps/${missing.name}/solution/solve.sh${task.solutionDir === undefined ? ' and the task no solution/solve.sh' : ''}, which the oracle agent runs for it; use agent 'none' or add one`,
-    });
-  }
-  if (task.steps === undefined && task.solutionDir === undefined) {
-    throw new ConfigError({
-      operation: 'config',
-      path: 'solution/solve.sh',
-      message: `task ${task.id} (${task.dir}) has no solution/solve.sh, which the oracle agent runs; use agent 'none' or add one`,
-    });
-  }
   const problem = checkVariables(task.configPath, 'solution.env', task.env.solution, hostEnv);
   if (problem) throw problem;
 }
@@ -233,5 +219,8 @@ export async function runAgent(agent: HarborAgent, run: AgentRun): Promise<Harbo
   // Written after the download, so a file of the same name in /logs/agent never replaces them.
   if (captured) await saveOutput(run.outDir, '', captured.result);
   if (failed) throw failed.error;
+  // The oracle's solve.sh that could not even start is the task's mistake, not a run to score.
+  const unstartable = agent === 'oracle' && captured ? scriptCouldNotStart(captured.result, '/solution/solve.sh') : undefined;
+  if (unstartable) throw await unstartableScript(run.task, 'solution/solve.sh', run.task.solutionDir && join(run.task.solutionDir, 'solve.sh'), unstartable);
   return captured?.exception ?? exception;
 }

@@ -5,7 +5,7 @@ import { parse as parseToml } from 'smol-toml';
 import { kindOf } from './path-kind.js';
 import { parseSizeToMb } from './size.js';
 import { taskContentHash } from './task-hash.js';
-import { scriptNotes } from './task-preflight.js';
+import { scriptProblems } from './task-preflight.js';
 import { checkVariables, type HostEnv } from './env-template.js';
 import { DEFAULT_BUILD_TIMEOUT_SEC, DEFAULT_VERIFIER_TIMEOUT_SEC, type HarborTask, type HarborVerifierEnvironment } from './task.js';
 import {
@@ -138,15 +138,12 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
   }
 
   const testsDir = join(taskDir, 'tests');
-  // A multi-step task's steps may each bring their own test.sh (stepsOf checks each has one).
-  if (!multiStep && (await kindOf(join(testsDir, 'test.sh'))) !== 'file') {
-    throw configError('tests/test.sh', `task ${id} (${taskDir}) has no tests/test.sh: without a verifier it cannot be scored`);
-  }
   const solutionDir = join(taskDir, 'solution');
   const hasSolution = (await kindOf(join(solutionDir, 'solve.sh'))) === 'file';
   const instructionPath = join(taskDir, 'instruction.md');
   const hasInstruction = (await kindOf(instructionPath)) === 'file';
-  notes.push(...(await scriptNotes({ testsDir, ...(hasSolution ? { solutionDir } : {}) })));
+  // A multi-step task's steps may each bring their own test.sh (stepsOf checks each).
+  const problems = await scriptProblems({ ...(multiStep ? {} : { testsDir }), ...(hasSolution ? { solutionDir } : {}) });
   const healthcheck = healthcheckOf(env);
   const image = await imageOf(configPath, taskDir, toml, notes);
   let verifierEnvironment: HarborVerifierEnvironment | undefined;
@@ -175,7 +172,7 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
   };
   const agentTimeoutSec = toml.agent.timeout_sec;
   const defaults = { users, network, testsDir, ...(hasSolution ? { solutionDir } : {}), ...(agentTimeoutSec !== undefined ? { agentTimeoutSec } : {}) };
-  const steps = await stepsOf(configPath, taskDir, toml, defaults, notes, host);
+  const steps = await stepsOf(configPath, taskDir, toml, defaults, notes, host, problems);
 
   return {
     id,
@@ -198,6 +195,7 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
     ...(verifierCollect.length > 0 ? { verifierCollect } : {}),
     agentConfig: { mcpServers: env.mcp_servers ?? [], ...(env.skills_dir !== undefined ? { skillsDir: env.skills_dir } : {}) },
     notes,
+    ...(problems.length > 0 ? { problems } : {}),
     testsDir,
     ...(hasSolution ? { solutionDir } : {}),
     ...(hasInstruction ? { instructionPath } : {}),

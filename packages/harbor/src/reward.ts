@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { TaskFailure } from '@berth/core';
+import { TaskDefinitionError, TaskFailure } from '@berth/core';
 import type { HarborOutcome } from './task.js';
 
 /**
@@ -84,11 +84,18 @@ function fromJson(text: string, ctx: FailureContext): HarborOutcome {
   // "reward" is the score; a file with a single numeric field (e.g. { "accuracy": 0.5 }) means that one.
   const reward = 'reward' in parsed ? rewards.reward : names.length === 1 ? rewards[names[0]!] : undefined;
   if (reward === undefined) {
-    throw harborFailure(
-      'RewardFileInvalid',
-      `/logs/verifier/reward.json has no numeric "reward" field (numeric fields: ${names.length ? names.join(', ') : 'none'})`,
-      ctx,
-    );
+    // harbor's rule (its primary reward: "reward", else the only field) finds no score here: with
+    // several named fields harbor averages each one apart and the trial has none. A verifier
+    // written so is the task's mistake, not a model's 0.
+    throw new TaskDefinitionError({
+      operation: 'trial',
+      path: 'tests/test.sh',
+      ...(ctx.backend ? { backend: ctx.backend } : {}),
+      ...(ctx.environmentId ? { environmentId: ctx.environmentId } : {}),
+      message:
+        `/logs/verifier/reward.json has ${names.length ? `the fields ${names.join(', ')} and` : 'no fields and'} no "reward": the trial's score is "reward", ` +
+        'or the only field when there is just one (harbor\'s rule), so this file scores nothing; have tests/test.sh write "reward" (beside the other fields, which are kept); nothing was scored',
+    });
   }
   return { reward, rewards };
 }

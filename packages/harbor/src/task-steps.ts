@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { ConfigError } from '@berth/core';
 import { checkVariables, type HostEnv } from './env-template.js';
 import { kindOf } from './path-kind.js';
-import { DEFAULT_VERIFIER_TIMEOUT_SEC, type HarborNetwork, type HarborStep, type HarborTask } from './task.js';
+import { DEFAULT_VERIFIER_TIMEOUT_SEC, type HarborNetwork, type HarborStep, type HarborTask, type HarborTaskProblem } from './task.js';
+import { scriptProblems } from './task-preflight.js';
 import { artifactsOf, healthcheckOf, refuseArtifactServices, refusePhaseNetwork } from './task-semantics.js';
 import { fieldError, likelyMeant, unknownFields, type StepToml, type TaskToml } from './task-toml.js';
 import { collectCommandsOf } from './verifier-collect.js';
@@ -77,13 +78,14 @@ async function stepFiles(taskDir: string, step: StepToml, defaults: TaskDefaults
     );
   const testsDir = join(dir, 'tests');
   const hasOwnTests = (await kindOf(testsDir)) === 'dir';
-  const hasTest = (await kindOf(join(testsDir, 'test.sh'))) === 'file' || (await kindOf(join(defaults.testsDir, 'test.sh'))) === 'file';
-  if (!hasTest) {
-    throw layoutError(
-      `${rel}/tests/test.sh`,
-      `task ${taskDir}: step "${step.name}" has neither ${rel}/tests/test.sh nor tests/test.sh, so it cannot be verified`,
-    );
-  }
+  const ownTest = (await kindOf(join(testsDir, 'test.sh'))) === 'file';
+  const problems: HarborTaskProblem[] = [];
+  if (!ownTest && (await kindOf(join(defaults.testsDir, 'test.sh'))) !== 'file') {
+    problems.push({
+      path: `${rel}/tests/test.sh`,
+      message: `step "${step.name}" has neither ${rel}/tests/test.sh nor tests/test.sh, so it cannot be verified: add one that writes /logs/verifier/reward.txt`,
+    });
+  } else problems.push(...(await scriptProblems({ testsDir: ownTest ? testsDir : defaults.testsDir }, ownTest ? `${rel}/` : '')));
   const testsDirs = [...((await kindOf(defaults.testsDir)) === 'dir' ? [defaults.testsDir] : []), ...(hasOwnTests ? [testsDir] : [])];
   // harbor's oracle: the step's solution/ when there is one (it must hold solve.sh), else the task's.
   const ownSolution = join(dir, 'solution');
@@ -92,7 +94,8 @@ async function stepFiles(taskDir: string, step: StepToml, defaults: TaskDefaults
   const workdirDir = join(dir, 'workdir');
   const hasWorkdir = (await kindOf(workdirDir)) === 'dir';
   const hasSetup = hasWorkdir && (await kindOf(join(workdirDir, 'setup.sh'))) === 'file';
-  return { dir, instructionPath, testsDirs, ...(solutionDir ? { solutionDir } : {}), ...(hasWorkdir ? { workdirDir } : {}), hasSetup };
+  if (solutionDir && solutionDir !== defaults.solutionDir) problems.push(...(await scriptProblems({ solutionDir }, `${rel}/`)));
+  return { problems, dir, instructionPath, testsDirs, ...(solutionDir ? { solutionDir } : {}), ...(hasWorkdir ? { workdirDir } : {}), hasSetup };
 }
 
 /**
@@ -106,6 +109,7 @@ export async function stepsOf(
   defaults: TaskDefaults,
   notes: string[],
   host: HostEnv,
+  problems: HarborTaskProblem[],
 ): Promise<HarborStep[] | undefined> {
   if (!toml.steps?.length) return undefined;
   const names = new Set<string>();
@@ -132,9 +136,12 @@ export async function stepsOf(
           : {}),
     };
     const healthcheck = healthcheckOf(step);
+    const { problems: found, ...files } = await stepFiles(taskDir, step, defaults);
+    // The same problem twice (two steps sharing the task's tests/test.sh) is said once.
+    for (const p of found) if (!problems.some((q) => q.path === p.path)) problems.push(p);
     steps.push({
       name: step.name,
-      ...(await stepFiles(taskDir, step, defaults)),
+      ...files,
       ...(agentTimeoutSec !== undefined ? { agentTimeoutSec } : {}),
       verifierTimeoutSec: step.verifier.timeout_sec ?? DEFAULT_VERIFIER_TIMEOUT_SEC,
       users,

@@ -157,6 +157,12 @@ export interface HarborTask {
   environmentDir?: string;
   /** Settings accepted without changing what runs (unknown fields, metadata-like ones): recorded in result.json. */
   notes: string[];
+  /**
+   * Mistakes in the task's own files that loading found (no tests/test.sh, a script with CRLF line
+   * endings): a trial of an agent they concern ends in a TaskDefinitionError before any sandbox
+   * starts, and preflight lists them. The task still loads, so the rest of a dataset runs.
+   */
+  problems?: HarborTaskProblem[];
   /** Absolute path of tests/ (uploaded to /tests). */
   testsDir: string;
   /** Absolute path of solution/ when solution/solve.sh exists (uploaded to /solution for the oracle). */
@@ -170,6 +176,14 @@ export interface HarborTask {
   steps?: HarborStep[];
   /** `multi_step_reward_strategy` (harbor's default "mean"): the attempt's reward from the steps' ones. */
   multiStepRewardStrategy?: 'mean' | 'final';
+}
+
+/** One mistake in a task's files: which file (task-relative), what is wrong and how to fix it. */
+export interface HarborTaskProblem {
+  path: string;
+  message: string;
+  /** Only the oracle runs this file (solution/solve.sh): other agents are not concerned. */
+  oracleOnly?: true;
 }
 
 /**

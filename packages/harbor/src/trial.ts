@@ -2,6 +2,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describeImage, serializeError, type Backend, type Environment, type TrialContext, type TrialFunction } from '@berth/core';
 import { agentName, checkAgentCanRun, runAgent, type HarborAgent } from './agent.js';
+import { definitionProblems, taskDefinitionError } from './task-preflight.js';
 import { collectArtifacts } from './artifacts.js';
 import type { HostEnv } from './env-template.js';
 import { afterAgentException, type HarborExceptionInfo } from './exception-info.js';
@@ -94,6 +95,9 @@ export function createHarborTrial(options: HarborTrialOptions): TrialFunction<Ha
     // What harbor records in exception_info and goes on from (the agent's timeout...).
     let agentException: HarborExceptionInfo | undefined;
     try {
+      // The task's own mistakes (a CRLF script, no verifier, no solution for the oracle): no sandbox, no score.
+      const problems = definitionProblems(task, agent);
+      if (problems.length > 0) throw taskDefinitionError(task, problems);
       checkAgentCanRun(agent, task, hostEnv);
       const { spec, notes } = buildSpec(task, backend, specOverrides, hostEnv);
       record.environment = resolvedEnvironment(task, spec);

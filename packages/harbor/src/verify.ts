@@ -1,6 +1,9 @@
+import { join, relative } from 'node:path';
+import { kindOf } from './path-kind.js';
 import { TransferError, type Environment, type TrialContext } from '@berth/core';
 import { execTiming, runScript, saveOutput, stderrTail } from './agent.js';
 import { resolveEnv, type HostEnv } from './env-template.js';
+import { scriptCouldNotStart, unstartableScript } from './script-start.js';
 import { envContext, harborFailure, readReward } from './reward.js';
 import type { StepTimer } from './steps.js';
 import type { HarborOutcome, HarborTask } from './task.js';
@@ -48,6 +51,12 @@ export async function runVerifier({ env, task, ctx, timer, outDir, hostEnv, uplo
       }),
     execTiming,
   );
+  const unstartable = scriptCouldNotStart(result, '/tests/test.sh');
+  if (unstartable) {
+    await saveOutput(outDir, 'test-', result).catch(() => undefined);
+    const hostTestSh = await lastWith(testsDirs ?? [task.testsDir], 'test.sh');
+    throw await unstartableScript(task, hostTestSh ? relative(task.dir, hostTestSh) : 'tests/test.sh', hostTestSh, unstartable);
+  }
   const failure = envContext(env);
   let downloadMissing: TransferError | undefined;
   let failed: { error: unknown } | undefined;
@@ -85,4 +94,10 @@ export async function runVerifier({ env, task, ctx, timer, outDir, hostEnv, uplo
   }
   // Say how the verifier ended: "exit 127; stderr: pytest: not found" is the usual answer.
   return readReward(outDir, failure, ` (tests/test.sh exited ${result.exitCode}${stderrTail(result)})`);
+}
+
+/** The file `name` in the last of `dirs` that has it (the one a merged upload leaves in place). */
+async function lastWith(dirs: readonly string[], name: string): Promise<string | undefined> {
+  for (const dir of [...dirs].reverse()) if ((await kindOf(join(dir, name))) === 'file') return join(dir, name);
+  return undefined;
 }

@@ -213,12 +213,23 @@ destination = "out"
     expect(error.cause).toBeInstanceOf(Error);
   });
 
-  it('a task without tests/test.sh is a ConfigError naming its directory', async () => {
+  it('a task without tests/test.sh loads with that problem (a trial ends in a TaskDefinitionError naming it, the rest of a dataset runs)', async () => {
     const dir = await writeTask(await root(), 'no-tests', { test: null });
-    const error = await configErrorOf(loadHarborTask(dir));
-    expect(error.path).toBe('tests/test.sh');
-    expect(error.message).toContain(dir);
-    expect(error.message).toContain('no-tests');
+    const task = await loadHarborTask(dir);
+    expect(task.problems).toEqual([{ path: 'tests/test.sh', message: expect.stringContaining('there is no tests/test.sh') }]);
+  });
+
+  it('CRLF scripts are problems of the task (solve.sh for the oracle only), not notes', async () => {
+    const dir = await writeTask(await root(), 'crlf', { test: '#!/bin/sh\r\necho 1 > /logs/verifier/reward.txt\r\n' });
+    await mkdir(join(dir, 'solution'), { recursive: true });
+    await writeFile(join(dir, 'solution', 'solve.sh'), '#!/bin/sh\r\ntrue\r\n');
+    const task = await loadHarborTask(dir);
+    expect(task.problems?.map((p) => [p.path, p.oracleOnly ?? false])).toEqual([
+      ['tests/test.sh', false],
+      ['solution/solve.sh', true],
+    ]);
+    expect(task.problems?.[0]?.message).toMatch(/CRLF.*dos2unix/);
+    expect(task.notes.join('\n')).not.toMatch(/CRLF/);
   });
 
   it('a directory without task.toml, or no directory at all, is a ConfigError', async () => {
@@ -247,13 +258,13 @@ describe('loadHarborTasks', () => {
   it('never skips a broken task silently: one error as is, several listed together', async () => {
     const r = await root();
     await writeTask(r, 'good');
-    await writeTask(r, 'no-tests', { test: null });
-    const one = await configErrorOf(loadHarborTasks(r));
-    expect(one.path).toBe('tests/test.sh');
     await writeTask(r, 'bad-toml', { toml: 'not toml at all [' });
+    const one = await configErrorOf(loadHarborTasks(r));
+    expect(one.path).toBe('task.toml');
+    await writeTask(r, 'bad-toml-2', { toml: '[environment\n' });
     const several = await configErrorOf(loadHarborTasks(r));
     expect(several.message).toMatch(/2 of 3 tasks/);
-    expect(several.message).toContain('no-tests');
+    expect(several.message).toContain('bad-toml-2');
     expect(several.message).toContain('bad-toml');
   });
 

@@ -1,7 +1,16 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CapabilityError, ConfigError, EnvironmentSpecSchema, TaskFailure, classifyFailure, redactSecrets, type Capabilities } from '@berth/core';
+import {
+  CapabilityError,
+  ConfigError,
+  EnvironmentSpecSchema,
+  TaskDefinitionError,
+  TaskFailure,
+  classifyFailure,
+  redactSecrets,
+  type Capabilities,
+} from '@berth/core';
 import { attemptDir, buildSpec, readReward, resolvedEnvironment, taskLabelValue, type HarborTask } from '@berth/harbor';
 import { tempDir } from './support.js';
 
@@ -190,8 +199,23 @@ describe('readReward', () => {
     for (const text of ['PASS', '0x1', 'Infinity', 'NaN', '1 2', '1e999']) {
       expect((await failureOf({ 'reward.txt': text })).type, text).toBe('RewardFileInvalid');
     }
-    for (const text of ['{', '[1]', '"1"', '{"reward": "1"}', '{"a": 1, "b": 2}', '{}']) {
+    for (const text of ['{', '[1]', '"1"', '{"reward": "1"}']) {
       expect((await failureOf({ 'reward.json': text })).type, text).toBe('RewardFileInvalid');
+    }
+  });
+
+  it('a reward.json with named fields and no "reward" (or no field) scores nothing by harbor\'s rule: a TaskDefinitionError naming the fields, never a 0', async () => {
+    for (const [text, said] of [
+      ['{"accuracy": 0.75, "passed": 3}', 'the fields accuracy, passed and no "reward"'],
+      ['{}', 'no fields and no "reward"'],
+    ] as const) {
+      const error = await readReward(await verifierDir({ 'reward.json': text })).catch((e: unknown) => e);
+      expect(TaskDefinitionError.isInstance(error), text).toBe(true);
+      expect(TaskFailure.isInstance(error)).toBe(false);
+      expect(classifyFailure(error)).toMatchObject({ category: 'permanent_infra', type: 'TaskDefinitionError', retryable: false });
+      expect((error as TaskDefinitionError).path).toBe('tests/test.sh');
+      expect((error as Error).message).toContain(said);
+      expect((error as Error).message).toContain('have tests/test.sh write "reward"');
     }
   });
 });

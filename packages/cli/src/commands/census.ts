@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { cliWords } from '../cli-words.js';
 import { groupFailures } from '../job/fingerprint.js';
 import { loadJob, type JobData } from '../job/job-data.js';
 import { clip } from '../run/settled-line.js';
@@ -31,7 +32,8 @@ export async function censusCommand(jobDir: string, opts: { json?: boolean; exam
   const width = process.stdout.isTTY ? Math.max(60, (process.stdout.columns ?? 120) - 8) : Infinity;
   for (const g of groups) {
     lines.push(`${String(g.attempts).padStart(5)}  ${g.category}  ${g.type}  (${g.tasks} task(s), final for ${g.finalFor})`);
-    lines.push(`       ${clip(g.pattern, width)}`);
+    // In the CLI's words, as the run printed them (flags, not library options).
+    lines.push(`       ${clip(cliWords(g.pattern), width)}`);
     const more = g.tasks - g.exampleTasks.length;
     lines.push(`       e.g. ${g.exampleTasks.join(', ')}${more > 0 ? ` (+${more} more)` : ''}`);
     lines.push('');

@@ -30,7 +30,8 @@ docker_image = "${image}"
 workdir = "/app"
 cpus = 1
 memory_mb = 1024
-# Harbor's default network is public; "no-network" cuts the sandbox off (not on Kubernetes yet).
+# Harbor's default network is public; "no-network" cuts the sandbox off (on Kubernetes, the cluster
+# must enforce NetworkPolicy: berth proves it does before the task runs, and refuses it if not).
 # network_mode = "no-network"
 `,
     'instruction.md': `Write the text \`hello from ${id}\` into \`/app/hello.txt\`.\n`,
@@ -41,8 +42,10 @@ mkdir -p /app
 echo "hello from ${id}" > /app/hello.txt
 `,
     'tests/test.sh': `#!/bin/sh
-# The verifier: write the reward (1 solved, 0 not) to /logs/verifier/reward.txt, or numbers by name
-# to /logs/verifier/reward.json. Without either, the attempt is a task failure (RewardFileMissing).
+# The verifier: write the score (1 solved, 0 not) to /logs/verifier/reward.txt, or JSON to
+# /logs/verifier/reward.json such as {"reward": 0.75, "passed": 3}: the score is "reward" (or the
+# only field); other numbers are kept beside it. Several fields and no "reward" score nothing: berth
+# stops such a task as defined wrongly (TaskDefinitionError). Neither file: a task failure, scored 0.
 mkdir -p /logs/verifier
 if [ "$(cat /app/hello.txt 2>/dev/null)" = "hello from ${id}" ]; then
   echo "PASS"; echo 1 > /logs/verifier/reward.txt
@@ -53,6 +56,11 @@ fi
   };
 }
 
+/** A path as a shell takes it: as is when it is plain, else in single quotes. */
+function shellQuote(path: string): string {
+  return /^[\w./@%+=:,-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`;
+}
+
 export async function initCommand(dir: string, opts: InitOptions): Promise<number> {
   const root = resolve(dir);
   const existing = await readdir(root).catch((error: NodeJS.ErrnoException) => {
@@ -61,6 +69,7 @@ export async function initCommand(dir: string, opts: InitOptions): Promise<numbe
   });
   if (existing.length > 0) throw new UsageError(`${root} is not empty: give a new directory (berth init never overwrites files)`);
   const id = basename(root);
+  const shown = shellQuote(dir);
   for (const [name, text] of Object.entries(files(id, opts.image))) {
     const path = join(root, name);
     await mkdir(join(path, '..'), { recursive: true });
@@ -75,9 +84,9 @@ export async function initCommand(dir: string, opts: InitOptions): Promise<numbe
       '  solution/solve.sh   what a perfect agent would do (the oracle)',
       '  tests/test.sh       the verifier: writes /logs/verifier/reward.txt',
       'next:',
-      `  berth run ${dir}                 the oracle should score 1`,
-      `  berth run ${dir} --agent none    and doing nothing should score 0`,
-      `  berth shell ${dir}               look around inside the sandbox`,
+      `  berth run ${shown}                 the oracle should score 1`,
+      `  berth run ${shown} --agent none    and doing nothing should score 0`,
+      `  berth shell ${shown}               look around inside the sandbox`,
       '',
     ].join('\n'),
   );

@@ -32,6 +32,16 @@ function imageName(image: EnvironmentSpecInput['image']): string {
   return 'ref' in image ? image.ref : `built from ${image.build.context}`;
 }
 
+/** What sets a group apart besides its image, in the CLI's words. */
+function specWords(spec: ReturnType<typeof buildSpec>['spec']): string {
+  const words = [`network ${spec.network ?? 'public'}${spec.networkSwitch ? ', switched per phase' : ''}`];
+  const r = spec.resources;
+  if (r?.cpus !== undefined) words.push(`${r.cpus} cpu`);
+  if (r?.memoryMb !== undefined) words.push(`${r.memoryMb} MB`);
+  if (r?.gpus) words.push(`${r.gpus} gpu`);
+  return words.join(', ');
+}
+
 const RANK: Record<PreflightStatus, number> = { ok: 0, warn: 1, fail: 2 };
 const worst = (checks: readonly PreflightCheck[]): PreflightStatus => checks.reduce<PreflightStatus>((w, c) => (RANK[c.status] > RANK[w] ? c.status : w), 'ok');
 
@@ -48,14 +58,16 @@ export async function preflightCommand(tasksPath: string, opts: PreflightOptions
   const base = await backend.preflight();
   const baseNames = new Set(base.checks.map((c) => c.name));
 
-  // Group by what would be pulled or built, credentials included: each is asked once.
+  // Group by what the backend checks: the image that would be pulled or built (credentials
+  // included), and what else the backend's preflight looks at (the network, which on Kubernetes
+  // needs NetworkPolicy enforced; resources). Each group is asked once.
   const groups = new Map<string, { image: string; spec?: ReturnType<typeof buildSpec>['spec']; tasks: HarborTask[]; refused?: PreflightCheck }>();
   for (const task of tasks) {
     let key: string;
     let entry;
     try {
       const { spec } = buildSpec(task, backend);
-      key = JSON.stringify(spec.image);
+      key = JSON.stringify([spec.image, spec.network, spec.networkSwitch ?? false, spec.resources ?? {}]);
       entry = groups.get(key) ?? { image: imageName(spec.image), spec, tasks: [] };
     } catch (error) {
       // The backend cannot run this task at all (a capability it lacks, a bad env template...).
@@ -69,6 +81,10 @@ export async function preflightCommand(tasksPath: string, opts: PreflightOptions
     entry.tasks.push(task);
     groups.set(key, entry);
   }
+  // An image checked in more than one way says which row is which.
+  const seen = new Map<string, number>();
+  for (const g of groups.values()) seen.set(g.image, (seen.get(g.image) ?? 0) + 1);
+  for (const g of groups.values()) if (g.spec && (seen.get(g.image) ?? 0) > 1) g.image = `${g.image} (${specWords(g.spec)})`;
   const rows: ImageRow[] = [];
   for (const group of groups.values()) {
     let checks: PreflightCheck[];

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { loadJob } from '../job/job-data.js';
-import { regradeJob } from '../job/regrade.js';
+import { regradeJob, type RegradeResult } from '../job/regrade.js';
 import { parseDuration } from '../duration.js';
 import { renderTable } from '../table.js';
 
@@ -8,6 +8,16 @@ interface RegradeOptions {
   rewardParser?: string;
   timeout: string;
   json?: boolean;
+}
+
+/** The means, never a recorded value standing in for a regraded one, never a mean of nothing. */
+function meanLine(mean: RegradeResult['mean']): string {
+  if (mean.over === 0) return 'mean reward: n/a (no task has a chosen attempt with a reward)';
+  const regraded =
+    mean.regraded === null
+      ? 'regraded n/a (none of them could be regraded)'
+      : `regraded ${mean.regraded.toFixed(3)}${mean.regradedOver === mean.over ? '' : ` over the ${mean.regradedOver} of them that could be regraded`}`;
+  return `mean reward over ${mean.over} chosen attempt(s): recorded ${mean.recorded!.toFixed(3)}; ${regraded}`;
 }
 
 export async function regradeCommand(jobDir: string, opts: RegradeOptions): Promise<number> {
@@ -24,7 +34,7 @@ export async function regradeCommand(jobDir: string, opts: RegradeOptions): Prom
     const lines = [
       `regraded ${result.graded} attempt(s) from their archived verifier output${parser ? ` with \`${parser.command}\`` : " (harbor's reward files)"}; ${result.skipped} had none (infrastructure failures before the verifier)`,
       `${agreement}; ${result.disagreements.length} disagreement(s), ${result.errors.length} parser error(s)`,
-      `mean reward over ${result.mean.over} chosen attempt(s): recorded ${result.mean.recorded.toFixed(3)}, regraded ${result.mean.regraded.toFixed(3)}`,
+      meanLine(result.mean),
     ];
     if (result.disagreements.length > 0) {
       lines.push(

@@ -21,7 +21,8 @@ function escapeRegExp(text: string): string {
 /** A failure message with what varies between occurrences replaced by placeholders; first line only. */
 export function normaliseMessage(message: string, taskId?: string): string {
   let text = (message.split('\n')[0] ?? '').trim();
-  if (taskId) text = text.replace(new RegExp(escapeRegExp(taskId), 'g'), '<task>');
+  // The id as a word of its own: never inside another name ("private" in the image "private-busybox").
+  if (taskId) text = text.replace(new RegExp(`(?<![\\w.:@-])${escapeRegExp(taskId)}(?![\\w/:@-]|\\.\\w)`, 'g'), '<task>');
   for (const [pattern, replacement] of RULES) text = text.replace(pattern, replacement);
   return text.replace(/\s+/g, ' ').slice(0, 2000);
 }

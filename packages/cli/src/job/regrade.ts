@@ -28,8 +28,12 @@ export interface RegradeResult {
   agreement: number | null;
   disagreements: RegradedAttempt[];
   errors: RegradedAttempt[];
-  /** Mean reward over the chosen attempts, as recorded and as regraded (parser failures keep the recorded value). */
-  mean: { recorded: number; regraded: number; over: number };
+  /**
+   * Mean reward over the chosen attempts as recorded (`over` of them), and over those of them that
+   * could be regraded, as regraded (`regradedOver`); null where there is nothing to average. A
+   * recorded value never stands in for a regraded one.
+   */
+  mean: { recorded: number | null; over: number; regraded: number | null; regradedOver: number };
   attempts: RegradedAttempt[];
 }
 
@@ -132,8 +136,9 @@ export async function regradeJob(job: JobData, parser?: RewardParser, concurrenc
   const graded = attempts.filter((r) => r.regraded !== undefined);
   const agreed = graded.filter((r) => r.kind === 'agree').length;
   const chosen = attempts.filter((r) => r.chosen);
-  const sum = (pick: (r: RegradedAttempt) => number) => chosen.reduce((s, r) => s + pick(r), 0);
-  const over = chosen.length;
+  const regradedChosen = chosen.filter((r) => r.regraded !== undefined);
+  const mean = (list: RegradedAttempt[], pick: (r: RegradedAttempt) => number) =>
+    list.length === 0 ? null : list.reduce((s, r) => s + pick(r), 0) / list.length;
   return {
     graded: graded.length,
     skipped: all.length - attempts.length,
@@ -141,7 +146,12 @@ export async function regradeJob(job: JobData, parser?: RewardParser, concurrenc
     agreement: graded.length === 0 ? null : agreed / graded.length,
     disagreements: graded.filter((r) => r.kind !== 'agree'),
     errors: attempts.filter((r) => r.error !== undefined),
-    mean: { recorded: over ? sum((r) => r.recorded) / over : 0, regraded: over ? sum((r) => r.regraded ?? r.recorded) / over : 0, over },
+    mean: {
+      recorded: mean(chosen, (r) => r.recorded),
+      over: chosen.length,
+      regraded: mean(regradedChosen, (r) => r.regraded!),
+      regradedOver: regradedChosen.length,
+    },
     attempts,
   };
 }

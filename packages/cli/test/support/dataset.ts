@@ -24,6 +24,8 @@ export interface TaskDef {
   sleepSec?: number;
   /** Another image than the kind's. */
   image?: string;
+  /** harbor's network_mode; default "no-network" (the tests send nothing anywhere). */
+  network?: 'public' | 'no-network';
 }
 
 const VERIFIER: Record<TaskKind, string> = {
@@ -57,7 +59,7 @@ export async function writeDataset(root: string, tasks: readonly TaskDef[]): Pro
         'timeout_sec = 120.0',
         '[environment]',
         `docker_image = "${image}"`,
-        'network_mode = "no-network"',
+        `network_mode = "${task.network ?? 'no-network'}"`,
         '',
       ].join('\n'),
     );

@@ -42,6 +42,8 @@ export function buildRunReport(tasks: readonly TaskRecord[], options: { scoreFie
   let sum = 0;
   let over = 0;
   const permanentTypes = new Set<string>();
+  // Tasks defined wrongly (TaskDefinitionError): named in their own reason, not counted as the infrastructure's.
+  const misdefined: string[] = [];
   for (const task of tasks) {
     report.attempts += task.attempts.length;
     // An attempt after one the run stopped (a deadline, a Ctrl-C) is that attempt run again, not a retry.
@@ -78,7 +80,8 @@ export function buildRunReport(tasks: readonly TaskRecord[], options: { scoreFie
       const category = task.failure?.category;
       if (category === 'permanent_infra') {
         report.infraFailed.permanent++;
-        permanentTypes.add(task.failure?.type ?? 'unknown');
+        if (task.failure?.type === 'TaskDefinitionError') misdefined.push(task.taskId);
+        else permanentTypes.add(task.failure?.type ?? 'unknown');
       } else if (category === 'unclassified' || category === undefined) {
         report.infraFailed.unclassified++;
         report.unclassified++;
@@ -95,10 +98,16 @@ export function buildRunReport(tasks: readonly TaskRecord[], options: { scoreFie
   const reasons = report.invalidReasons;
   if (report.total === 0) reasons.push('the run had no tasks');
   if (report.infraFailed.permanent > limits.maxPermanentInfra) {
-    reasons.push(
-      `${report.infraFailed.permanent} task(s) failed on permanent infrastructure (${[...permanentTypes].join(', ')}): ` +
-        'fix the configuration; these are not scores of the model',
-    );
+    const onInfra = report.infraFailed.permanent - misdefined.length;
+    if (misdefined.length > 0) {
+      const named = misdefined.length > 10 ? `${misdefined.slice(0, 10).join(', ')} and ${misdefined.length - 10} more` : misdefined.join(', ');
+      reasons.push(`${misdefined.length} task(s) are defined wrongly (${named}): each task's error says what to fix in it; these are not scores of the model`);
+    }
+    if (onInfra > 0) {
+      reasons.push(
+        `${onInfra} task(s) failed on permanent infrastructure (${[...permanentTypes].join(', ')}): fix the configuration; these are not scores of the model`,
+      );
+    }
   }
   if (report.unclassified > limits.maxUnclassified) {
     reasons.push(`${report.unclassified} task(s) ended on an unclassified error: nobody knows whose fault it was`);

@@ -1,6 +1,6 @@
 // kube is a multi-call binary of Kubernetes' own components, built from the k8s.io/kubernetes
 // and etcd Go modules (the way hyperkube was): `kube etcd|apiserver|controller-manager|scheduler|
-// kubelet [flags]`, plus `kube pki <dir>` to make the test cluster's certificates. One binary
+// kubelet|proxy [flags]`, plus `kube pki <dir>` to make the test cluster's certificates. One binary
 // links the shared code once and builds much faster than five.
 package main
 
@@ -17,13 +17,14 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: kube etcd|apiserver|controller-manager|scheduler|kubelet|pki [args]")
+		fmt.Fprintln(os.Stderr, "usage: kube etcd|apiserver|controller-manager|scheduler|kubelet|proxy|pki [args]")
 		os.Exit(2)
 	}
 	name, args := os.Args[1], os.Args[2:]
@@ -49,6 +50,8 @@ func main() {
 		os.Exit(cli.Run(scheduler.NewSchedulerCommand()))
 	case "kubelet":
 		os.Exit(cli.Run(kubelet.NewKubeletCommand(context.Background())))
+	case "proxy":
+		os.Exit(cli.Run(proxy.NewProxyCommand()))
 	default:
 		fmt.Fprintf(os.Stderr, "kube: unknown component %q\n", name)
 		os.Exit(2)
