@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSelected, globToRegExp } from '../src/task-filter.js';
 import { clip, settledLine } from '../src/run/settled-line.js';
+import { LiveDisplay } from '../src/run/live-display.js';
+import { Writable } from 'node:stream';
 import { writeDataset } from './support/dataset.js';
 
 describe('durations', () => {
@@ -190,5 +192,36 @@ describe('settled lines', () => {
     expect(cut).toHaveLength(80);
     expect(cut.startsWith('ImagePullError: ')).toBe(true);
     expect(cut.endsWith('give --build-repository <registry/repo>')).toBe(true);
+  });
+});
+
+describe('the live progress block', () => {
+  it('keeps every count at 80 and 100 columns: the block wraps instead of cutting one out', () => {
+    for (const columns of [80, 100, 160]) {
+      let text = '';
+      const out = Object.assign(
+        new Writable({
+          write(chunk, _encoding, done) {
+            text += String(chunk);
+            done();
+          },
+        }),
+        { columns },
+      );
+      const display = new LiveDisplay(out, 300);
+      display.progress({ total: 300, settled: 123, scored: 111, infraFailed: 7, notRun: 5, running: 4, attempts: 130 });
+      display.stop();
+      // The last drawing, without the cursor movements.
+      const lines = text
+        .replace(/\x1b\[\d*[FJ]/g, '')
+        .trimEnd()
+        .split('\n');
+      for (const l of lines) expect(l.length, `${columns} columns: ${l}`).toBeLessThanOrEqual(columns - 1);
+      const block = lines.join('\n');
+      for (const count of ['123/300', 'scored 111', 'infra-failed 7', 'not run 5', 'retries 0', 'running 0', 'ETA ', 'elapsed ']) {
+        expect(block, `${columns} columns`).toContain(count);
+      }
+      expect(block).not.toContain('…');
+    }
   });
 });

@@ -16,6 +16,23 @@ interface RecentFailure {
 }
 
 /**
+ * Parts joined two spaces apart, as many to a line as fit in `width`: a narrow terminal gets more
+ * lines, never a count cut out of the middle of one. (Only a single part wider than the line is clipped.)
+ */
+export function fitWords(parts: readonly string[], width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const part of parts) {
+    if (line !== '' && line.length + 2 + part.length > width) {
+      lines.push(line);
+      line = part;
+    } else line = line === '' ? part : `${line}  ${part}`;
+  }
+  if (line !== '') lines.push(line);
+  return lines.map((l) => clip(l, width));
+}
+
+/**
  * On a terminal: a block redrawn in place — a progress bar with scored / infra-failed / not run /
  * retries / running / ETA, and the last few failures with their type.
  */
@@ -97,8 +114,16 @@ export class LiveDisplay implements RunDisplay {
     const width = Math.max(40, (this.#out.columns || 100) - 1);
     const done = p.total === 0 ? 0 : Math.round((p.settled / p.total) * BAR_WIDTH);
     const bar = `[${'#'.repeat(done)}${'-'.repeat(BAR_WIDTH - done)}] ${p.settled}/${p.total}`;
-    const counts = `scored ${p.scored}  infra-failed ${p.infraFailed}  not run ${p.notRun}  retries ${this.#retries}  running ${this.#running}  ETA ${this.#eta()}`;
-    const lines = [clip(`${bar}  ${counts}`, width), clip(`elapsed ${formatDuration(performance.now() - this.#started)}`, width)];
+    const counts = [
+      `scored ${p.scored}`,
+      `infra-failed ${p.infraFailed}`,
+      `not run ${p.notRun}`,
+      `retries ${this.#retries}`,
+      `running ${this.#running}`,
+      `ETA ${this.#eta()}`,
+      `elapsed ${formatDuration(performance.now() - this.#started)}`,
+    ];
+    const lines = fitWords([bar, ...counts], width);
     if (this.#failures.length > 0) {
       lines.push('last failures:');
       for (const f of this.#failures) lines.push(clip(`  ${f.taskId} #${f.attempt}${f.retried ? ' (retrying)' : ''}  ${f.text}`, width));
