@@ -7,12 +7,12 @@ import {
   checkPullAuth,
   defineBackend,
   preflightFailure,
-  refuseRenamedOptions,
+  checkFactoryOptions,
   type DefinedBackend,
   type ManagedResource,
 } from '@berth/core/backend-kit';
 import { dockerMessage, mapDaemonError, statusOf } from './docker-errors.js';
-import type { DockerBackendOptions } from './options.js';
+import { OPTION_NAMES, type DockerBackendOptions } from './options.js';
 import { DockerImageBuilder } from './build.js';
 import { checkBuild, checkGpus, checkImage } from './preflight.js';
 import { GpuSupport } from './gpu.js';
@@ -52,7 +52,7 @@ function refuseDefaultLifetime(options: DockerBackendOptions): void {
 
 /** The Docker backend. Does no I/O until an environment is started or preflight/sweep runs. */
 export function createDockerBackend(options: DockerBackendOptions = {}): DockerBackend {
-  refuseRenamedOptions(options, RENAMED, BACKEND, 'createDockerBackend');
+  checkFactoryOptions(options, { known: OPTION_NAMES, renamed: RENAMED, backend: BACKEND, factory: 'createDockerBackend' });
   refuseDefaultLifetime(options);
   let client: Docker | undefined;
   const docker = (): Docker => {

@@ -1,4 +1,4 @@
-import type { CommonBackendOptions, PullCredentialSources, PullPolicyOption, TransferMode } from '@berth/core/backend-kit';
+import { optionNames, type CommonBackendOptions, type PullCredentialSources, type PullPolicyOption, type TransferMode } from '@berth/core/backend-kit';
 
 /**
  * The common options (mirrors; creation, default no limit: the local engine copes; labels and
@@ -22,3 +22,25 @@ export interface DockerBackendOptions extends CommonBackendOptions, PullCredenti
    */
   transfers?: TransferMode;
 }
+
+/** Every option of createDockerBackend by name (unknown ones are refused); defaultLifetimeMs is refused by its own message. */
+export const OPTION_NAMES: readonly string[] = [
+  ...optionNames<DockerBackendOptions>()(
+    'mirrors',
+    'creation',
+    'labels',
+    'namePrefix',
+    'dockerConfigEnv',
+    'guardian',
+    'registrySecrets',
+    'ecrLogin',
+    'pullPolicy',
+    'socketPath',
+    'host',
+    'port',
+    'protocol',
+    'init',
+    'transfers',
+  ),
+  'defaultLifetimeMs',
+];

@@ -7,13 +7,13 @@ import {
   defineBackend,
   parseEnvironmentSpec,
   preflightFailure,
-  refuseRenamedOptions,
+  checkFactoryOptions,
   type DefinedBackend,
   type ManagedResource,
 } from '@berth/core/backend-kit';
 import { BACKEND, Cluster, type K8sTarget } from './cluster.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
-import type { K8sBackendOptions } from './options.js';
+import { OPTION_NAMES, checkKubeconfigOption, type K8sBackendOptions } from './options.js';
 import { checkApi, checkImage, checkNetworkPolicy, checkNodes, checkRbac } from './preflight.js';
 import { podManifest } from './pod-manifest.js';
 import { LABEL_PULL_SECRET, PullSecrets } from './pull-secrets.js';
@@ -27,7 +27,8 @@ export type K8sBackend = DefinedBackend<{ resolveTarget(): K8sTarget }>;
 
 /** The Kubernetes backend. Does no I/O until an environment is started or preflight/sweep runs. */
 export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
-  refuseRenamedOptions(options, RENAMED, BACKEND, 'createK8sBackend');
+  checkFactoryOptions(options, { known: OPTION_NAMES, renamed: RENAMED, backend: BACKEND, factory: 'createK8sBackend' });
+  checkKubeconfigOption(options.kubeconfig);
   // Checked here, before any I/O; podManifest applies it.
   defaultLifetimeMs(options, { backend: BACKEND, factory: 'createK8sBackend', offAllowed: true });
   // The API client, made on first use: the factory does no I/O.

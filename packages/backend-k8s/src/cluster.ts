@@ -59,7 +59,8 @@ export class Cluster {
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 function loadKubeConfig(options: K8sBackendOptions): KubeConfig {
-  const source = options.kubeconfig;
+  // A path alone, as kubectl's --kubeconfig flag takes it, is a file.
+  const source = typeof options.kubeconfig === 'string' ? { file: options.kubeconfig } : options.kubeconfig;
   if (source instanceof KubeConfig) return source;
   const kc = new KubeConfig();
   const defaults = !source?.inCluster && !source?.file;

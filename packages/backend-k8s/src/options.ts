@@ -1,12 +1,15 @@
 import type { KubeConfig, V1Pod, V1Toleration } from '@kubernetes/client-node';
 import type { EnvironmentSpec, ImageBuilder } from '@berth/core';
-import type {
-  CommonBackendOptions,
-  CreationLimits,
-  DefaultLifetimeOption,
-  ProbeRegistriesOption,
-  PullCredentialSources,
-  PullPolicyOption,
+import { ConfigError } from '@berth/core';
+import {
+  checkOptionNames,
+  optionNames,
+  type CommonBackendOptions,
+  type CreationLimits,
+  type DefaultLifetimeOption,
+  type ProbeRegistriesOption,
+  type PullCredentialSources,
+  type PullPolicyOption,
 } from '@berth/core/backend-kit';
 
 /** Where the cluster is: a loaded KubeConfig, or how to load one. */
@@ -46,7 +49,7 @@ export interface NetworkPolicyOptions {
  * cluster's own.
  */
 export interface K8sBackendOptions extends CommonBackendOptions, PullCredentialSources, PullPolicyOption, ProbeRegistriesOption, DefaultLifetimeOption {
-  kubeconfig?: KubeconfigSource;
+  kubeconfig?: KubeconfigSource | string;
   /** Every call is namespaced here. Default: the context's namespace, else 'default'. */
   namespace?: string;
   /** Existing pull secrets of the namespace, added to every pod. */
@@ -87,4 +90,51 @@ export interface K8sBackendOptions extends CommonBackendOptions, PullCredentialS
    * a build spec is a CapabilityError.
    */
   builder?: ImageBuilder;
+}
+
+/** Every option of createK8sBackend by name: any other is refused. */
+export const OPTION_NAMES = optionNames<K8sBackendOptions>()(
+  'mirrors',
+  'creation',
+  'labels',
+  'namePrefix',
+  'dockerConfigEnv',
+  'guardian',
+  'registrySecrets',
+  'ecrLogin',
+  'pullPolicy',
+  'probeRegistries',
+  'defaultLifetimeMs',
+  'kubeconfig',
+  'namespace',
+  'imagePullSecrets',
+  'nodeSelector',
+  'gpuTypeLabel',
+  'gpuTypeValues',
+  'tolerations',
+  'runtimeClassName',
+  'serviceAccountName',
+  'annotations',
+  'removal',
+  'patchPod',
+  'execKeepAliveMs',
+  'networkPolicy',
+  'builder',
+);
+
+/** options.kubeconfig's shape, checked before any I/O: a path, a KubeConfig, or { file, context, inCluster }. */
+export function checkKubeconfigOption(source: unknown): void {
+  if (source === undefined || typeof source === 'string') return;
+  if (source !== null && typeof source === 'object') {
+    // A loaded KubeConfig (from any copy of client-node) has its own methods; a plain object is the { file, context } form.
+    if (typeof (source as { loadFromFile?: unknown }).loadFromFile === 'function') return;
+    checkOptionNames(source, ['file', 'context', 'inCluster'], { what: "createK8sBackend's kubeconfig", path: 'options.kubeconfig', backend: 'k8s' });
+    return;
+  }
+  throw new ConfigError({
+    operation: 'config',
+    backend: 'k8s',
+    path: 'options.kubeconfig',
+    message: `createK8sBackend's kubeconfig is ${JSON.stringify(source)}: give a file's path, { file, context }, { inCluster: true } or a loaded KubeConfig`,
+  });
 }

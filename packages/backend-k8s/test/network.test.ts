@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CapabilityError, type Environment } from '@berth/core';
+import { CapabilityError, ConfigError, type Environment } from '@berth/core';
 import { listenForTokens } from '@berth/conformance';
 import { createK8sBackend, type K8sBackendOptions } from '@berth/backend-k8s';
 import { NetworkingV1Api, KubeConfig } from '@kubernetes/client-node';
@@ -164,4 +164,39 @@ describe('k8s network none, enforced by the cluster', () => {
     expect(check?.message).toMatch(/enforces NetworkPolicy/);
     expect(report.ok).toBe(true);
   }, 60_000);
+
+  // The proof is made once per backend instance and waited on by every pod that needs it. A pod
+  // must never get a verdict its neighbours did not: N no-network pods started at once on a fresh
+  // backend are all enforced, or all refused.
+  it("N no-network pods at once with the default probe (the API server's service): every one proved cut off, none reaching the listener", async () => {
+    const b = createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, namespace: NAMESPACE, tolerations: TOLERATE_FAULT });
+    const started = await Promise.allSettled(Array.from({ length: 4 }, () => b.start({ image: IMAGE, network: 'none' })));
+    for (const r of started) if (r.status === 'fulfilled') envs.push(r.value);
+    expect(
+      started.map((r) => r.status),
+      started.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok')).join('\n'),
+    ).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+    for (const r of started) expect(await reaches((r as PromiseFulfilledResult<Environment>).value)).toBe(false);
+  }, 180_000);
+
+  it('N no-network pods at once where the probe address is unreachable even from a public pod: every one refused the same way, none started', async () => {
+    // A port of this machine on the pods' bridge where nothing listens: no pod reaches it, so
+    // enforcement cannot be proved; a pod that only checked it is cut off would have "passed".
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, POD_BRIDGE_ADDRESS, resolve));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const b = backend({ probe: { host: POD_BRIDGE_ADDRESS, port }, waitMs: 3000 });
+    const made = Array.from({ length: 3 }, () => b.environment({ image: IMAGE, network: 'none' }));
+    envs.push(...made);
+    const outcomes = await Promise.allSettled(made.map((e) => e.start()));
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    for (const [i, o] of outcomes.entries()) {
+      const error = (o as PromiseRejectedResult).reason as ConfigError;
+      expect(ConfigError.isInstance(error), String(error)).toBe(true);
+      expect(error.path).toBe('options.networkPolicy.probe');
+      expect(error.message).toMatch(/a public pod cannot reach/);
+      expect(error.environmentId).toBe(made[i]!.id);
+    }
+  }, 120_000);
 });

@@ -6,7 +6,7 @@ import {
   snapshotIdOf,
   imageCheck,
   preflightFailure,
-  refuseRenamedOptions,
+  checkFactoryOptions,
   type DefinedBackend,
   type ManagedResource,
 } from '@berth/core/backend-kit';
@@ -15,7 +15,7 @@ import { BACKEND } from './credentials.js';
 import { planImage, snapshotPlan } from './image.js';
 import { planDockerfile } from './dockerfile-build.js';
 import { mapModalError } from './modal-errors.js';
-import type { ModalBackendOptions } from './options.js';
+import { OPTION_NAMES, type ModalBackendOptions } from './options.js';
 import { ModalSandbox, modalDefaultLifetimeMs, type SandboxImage } from './sandbox.js';
 import { sandboxApiOption } from './sandbox-api.js';
 import { ModalShared } from './shared.js';
@@ -27,7 +27,7 @@ export type ModalBackend = DefinedBackend<{ close(): Promise<void> }>;
 
 /** The Modal backend. Does no I/O until an environment is started or preflight/sweep runs. */
 export function createModalBackend(options: ModalBackendOptions = {}): ModalBackend {
-  refuseRenamedOptions(options, RENAMED, BACKEND, 'createModalBackend');
+  checkFactoryOptions(options, { known: OPTION_NAMES, renamed: RENAMED, backend: BACKEND, factory: 'createModalBackend' });
   // Checked here, before any I/O; each sandbox's timeout_secs applies it.
   const lifetimeMs = modalDefaultLifetimeMs(options);
   // Checked here too: a bad clientVersion or clientType is the caller's, before any I/O.

@@ -1,4 +1,4 @@
-import type { CommonBackendOptions, DefaultLifetimeOption, ProbeRegistriesOption } from '@berth/core/backend-kit';
+import { optionNames, type CommonBackendOptions, type DefaultLifetimeOption, type ProbeRegistriesOption } from '@berth/core/backend-kit';
 import type { ClientType } from './wire/index.js';
 
 /**
@@ -49,3 +49,27 @@ export interface ModalBackendOptions extends CommonBackendOptions, ProbeRegistri
 
 /** A snapshot's expiry when options.snapshotLifetimeMs is unset. */
 export const DEFAULT_SNAPSHOT_LIFETIME_MS = 7 * 24 * 3600_000;
+
+/** Every option of createModalBackend by name: any other is refused. */
+export const OPTION_NAMES = optionNames<ModalBackendOptions>()(
+  'mirrors',
+  'creation',
+  'labels',
+  'namePrefix',
+  'dockerConfigEnv',
+  'guardian',
+  'probeRegistries',
+  'defaultLifetimeMs',
+  'tokenId',
+  'tokenSecret',
+  'serverUrl',
+  'ca',
+  'appName',
+  'environmentName',
+  'configPath',
+  'modalConfigEnv',
+  'clientVersion',
+  'clientType',
+  'sandboxApi',
+  'snapshotLifetimeMs',
+);

@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors.js';
+import { checkOptionNames, optionNames } from './option-names.js';
 import type { MirrorRule } from '../image-ref.js';
 import type { CreationLimits } from './creation-limiter.js';
 
@@ -95,13 +96,21 @@ export function describeMs(ms: number): string {
 }
 
 /**
- * Refuse options that were renamed, naming the new name, as a ConfigError before any I/O: a
- * renamed option silently ignored would change what runs.
+ * A factory's options checked by name before any I/O, as a ConfigError: one that was renamed names
+ * its new name; one the backend does not have names what was likely meant (a misspelt option
+ * silently ignored would change what runs). `known` comes from optionNames<the options type>().
  */
-export function refuseRenamedOptions(options: object, renamed: Readonly<Record<string, string>>, backend: string, factory: string): void {
-  for (const [old, now] of Object.entries(renamed)) {
+export function checkFactoryOptions(
+  options: object,
+  at: { known: readonly string[]; renamed?: Readonly<Record<string, string>>; backend: string; factory: string },
+): void {
+  for (const [old, now] of Object.entries(at.renamed ?? {})) {
     if (old in options) {
-      throw new ConfigError({ operation: 'config', backend, path: `options.${old}`, message: `${factory}'s ${old} option is now ${now}` });
+      throw new ConfigError({ operation: 'config', backend: at.backend, path: `options.${old}`, message: `${at.factory}'s ${old} option is now ${now}` });
     }
   }
+  checkOptionNames(options, at.known, { what: at.factory, path: 'options', backend: at.backend });
 }
+
+/** The options every backend has (CommonBackendOptions), by name. */
+export const COMMON_OPTION_NAMES = optionNames<CommonBackendOptions>()('mirrors', 'creation', 'labels', 'namePrefix', 'dockerConfigEnv', 'guardian');

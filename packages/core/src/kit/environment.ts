@@ -20,6 +20,8 @@ import { DEFAULT_BUILD_TIMEOUT_MS } from '../build-spec.js';
 import { DEFAULT_STARTUP_MS, isBuiltImage, type EnvironmentSpec } from '../spec.js';
 import { refuseExecTty, refuseExecUser, type CapabilityHints } from './capabilities.js';
 import type { CreationLimiter } from './creation-limiter.js';
+import { DOWNLOAD_DIR_OPTIONS, EXEC_OPTIONS, TRANSFER_OPTIONS } from './call-options.js';
+import { checkOptionNames } from './option-names.js';
 import { execArgv, runProcess } from './run-process.js';
 import { LOSS_SETTLE_MS, SandboxHealth } from './sandbox-health.js';
 import { SandboxRemoval } from './sandbox-removal.js';
@@ -291,6 +293,7 @@ export class SandboxEnvironment implements Environment {
   // ----------------------------------------------------------------------------- exec
 
   async exec(command: string | readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
+    this.#checkOptions(opts, EXEC_OPTIONS, 'exec', 'exec');
     this.#usable('exec');
     const argv = execArgv(command, opts, this.#ctx('exec'), this.spec.env);
     refuseExecTty(opts.tty, { tty: this.#options.capabilities?.tty === true }, this.#ctx('exec'));
@@ -371,19 +374,28 @@ export class SandboxEnvironment implements Environment {
 
   // ----------------------------------------------------------------------------- transfers
 
-  uploadFile(localPath: string, remotePath: string, opts: TransferOptions = {}): Promise<void> {
+  async uploadFile(localPath: string, remotePath: string, opts: TransferOptions = {}): Promise<void> {
+    this.#checkOptions(opts, TRANSFER_OPTIONS, 'uploadFile', 'upload');
     return this.#transfers.uploadFile(localPath, remotePath, opts);
   }
 
-  uploadDir(localDir: string, remoteDir: string, opts: TransferOptions = {}): Promise<TransferStats> {
+  async uploadDir(localDir: string, remoteDir: string, opts: TransferOptions = {}): Promise<TransferStats> {
+    this.#checkOptions(opts, TRANSFER_OPTIONS, 'uploadDir', 'upload');
     return this.#transfers.uploadDir(localDir, remoteDir, opts);
   }
 
-  downloadFile(remotePath: string, localPath: string, opts: TransferOptions = {}): Promise<void> {
+  async downloadFile(remotePath: string, localPath: string, opts: TransferOptions = {}): Promise<void> {
+    this.#checkOptions(opts, TRANSFER_OPTIONS, 'downloadFile', 'download');
     return this.#transfers.downloadFile(remotePath, localPath, opts);
   }
 
-  downloadDir(remoteDir: string, localDir: string, opts: DownloadDirOptions = {}): Promise<TransferStats> {
+  async downloadDir(remoteDir: string, localDir: string, opts: DownloadDirOptions = {}): Promise<TransferStats> {
+    this.#checkOptions(opts, DOWNLOAD_DIR_OPTIONS, 'downloadDir', 'download');
     return this.#transfers.downloadDir(remoteDir, localDir, opts);
+  }
+
+  /** A misspelt option is refused (ConfigError naming it and what was meant), never ignored. */
+  #checkOptions(opts: object, known: readonly string[], call: string, operation: Operation): void {
+    checkOptionNames(opts, known, { what: call, path: 'opts', operation, backend: this.backend });
   }
 }

@@ -11,13 +11,15 @@ export { GUARDIAN_ENV, guardianEnabled, type GuardianTarget } from './guardian.j
 export {
   DEFAULT_LIFETIME_MS,
   defaultLifetimeMs,
-  refuseRenamedOptions,
+  checkFactoryOptions,
+  COMMON_OPTION_NAMES,
   type CommonBackendOptions,
   type DefaultLifetimeOption,
   type ProbeRegistriesOption,
   type PullPolicyOption,
 } from './common-options.js';
 export { imageCheck, type ImageCheckContext } from './image-check.js';
+export { checkOptionNames, optionNames } from './option-names.js';
 export { capabilityTable, type CapabilitySource } from './capability-table.js';
 export type {
   ArchiveTransport,

@@ -1,5 +1,8 @@
 import type { PoolOptions } from '../contract.js';
 import { ConfigError } from '../errors.js';
+import { checkOptionNames, optionNames } from './option-names.js';
+
+const POOL_OPTIONS = optionNames<PoolOptions>()('size', 'maxIdleMs');
 
 /** What a pool holds at most: a guard against a typo starting thousands of sandboxes. */
 export const MAX_POOL_SIZE = 1000;
@@ -8,6 +11,7 @@ export const DEFAULT_MAX_IDLE_MS = 10 * 60_000;
 
 /** Backend.pool's options, checked: a ConfigError naming the option and its range. */
 export function poolOptions(opts: PoolOptions | undefined): { size: number; maxIdleMs: number } {
+  checkOptionNames(opts, POOL_OPTIONS, { what: 'a pool', path: 'opts' });
   const size: unknown = opts?.size;
   if (typeof size !== 'number' || !Number.isInteger(size) || size < 1 || size > MAX_POOL_SIZE) {
     throw new ConfigError({
