@@ -71,6 +71,15 @@ export function isContainerGone(error: unknown): boolean {
 /** Map a failure of an operation on a running environment. */
 export function mapEnvironmentError(error: unknown, ctx: ErrorContext & { environmentId: string }): BerthError | undefined {
   if (BerthError.isInstance(error)) return error;
+  // The engine forgot the command's exec instance: it does so when the container goes. The kit
+  // asks whether the sandbox lives, and makes this a SandboxLostError when it does not.
+  if (statusOf(error) === 404 && /no such exec/i.test(dockerMessage(error))) {
+    return new BackendUnavailableError({
+      ...ctx,
+      message: `the Docker engine no longer knows the command's exec instance: ${dockerMessage(error)}`,
+      cause: error,
+    });
+  }
   if (isContainerGone(error)) {
     return new SandboxLostError({
       ...ctx,

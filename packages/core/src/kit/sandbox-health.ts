@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BerthError, SandboxLostError, TaskFailure, type Operation } from '../errors.js';
+import { BackendUnavailableError, BerthError, SandboxLostError, TaskFailure, type Operation } from '../errors.js';
 import type { EnvironmentSpec } from '../spec.js';
 import { describeMs } from './common-options.js';
 import type { SandboxTransport } from './transport.js';
@@ -121,6 +121,14 @@ export class SandboxHealth {
       const seen = await this.checkAlive(operation, LOSS_SETTLE_MS, error).catch(() => undefined);
       if (seen) return seen;
       this.markLost(mapped.lastState ?? 'gone');
+      return mapped;
+    }
+    // An answer the backend could not place, or its API failing mid-call (an exec instance the
+    // engine no longer knows): a sandbox that died under the call explains it, wherever in the call
+    // it came. Asked once, with the same moment to agree; a live sandbox leaves the error as it was.
+    if (!BerthError.isInstance(error) && (mapped === undefined || BackendUnavailableError.isInstance(mapped))) {
+      const seen = await this.checkAlive(operation, 0, error).catch(() => undefined);
+      if (seen) return seen;
     }
     return mapped ?? error;
   }
