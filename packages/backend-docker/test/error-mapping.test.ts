@@ -57,6 +57,8 @@ describe('docker error mapping', () => {
     expect(BackendUnavailableError.isInstance(error)).toBe(true);
     expect(error.category).toBe('transient_infra');
     expect(error.message).toContain('unreachable');
+    // Where it looked: the socket named, so a wrong path is seen at once.
+    expect(error.message).toContain('at /tmp/berth-no-such-docker.sock');
     const report = await backend.preflight({ image: BASIC });
     expect(report.ok).toBe(false);
     expect(report.checks[0]).toMatchObject({ name: 'daemon', status: 'fail', error: { type: 'BackendUnavailableError' } });

@@ -3,7 +3,7 @@ import { BerthError, CancelledError, CapabilityError, ConfigError, redactSecrets
 import { CommanderError } from 'commander';
 import { cliWords } from './cli-words.js';
 import { buildProgram } from './program.js';
-import { UsageError } from './usage-error.js';
+import { ExitStatusError, UsageError } from './usage-error.js';
 
 /** Exit status: 0 fine, 1 the work failed (an invalid run, a failed check), 2 how berth was called or configured, 130 interrupted. */
 function exitCodeFor(error: unknown): number {
@@ -25,9 +25,10 @@ try {
     // --help and --version end here too, with exit code 0; commander has printed its message.
     process.exitCode = error.exitCode === 0 ? 0 : 2;
   } else {
-    const kind = BerthError.isInstance(error) ? `${error.type}: ` : '';
-    process.stderr.write(`berth: ${kind}${cliWords(redactSecrets((error as Error)?.message ?? String(error)))}\n`);
-    process.exitCode = exitCodeFor(error);
+    const shown = error instanceof ExitStatusError ? error.cause : error;
+    const kind = BerthError.isInstance(shown) ? `${shown.type}: ` : '';
+    process.stderr.write(`berth: ${kind}${cliWords(redactSecrets((shown as Error)?.message ?? String(shown)))}\n`);
+    process.exitCode = error instanceof ExitStatusError ? error.exitCode : exitCodeFor(error);
   }
 }
 await flush(process.stdout);

@@ -53,15 +53,18 @@ describe('berth preflight', () => {
     expect(result.stdout + result.stderr).not.toContain('berth-test-secret');
   });
 
-  it('fails what would fail every attempt: no solve.sh for the oracle, a Dockerfile step that fails, a CRLF test.sh; prints each task note once', async () => {
+  it('fails what would fail every attempt: no solve.sh for the oracle, no test.sh, a Dockerfile step that fails, a CRLF test.sh; prints each task note once', async () => {
     const broken = await writeDataset(join(root, 'broken'), [
       { id: 'good', kind: 'pass' },
       { id: 'no-solution', kind: 'pass' },
       { id: 'bad-build', kind: 'pass' },
       { id: 'crlf', kind: 'pass' },
       { id: 'typo', kind: 'pass' },
+      { id: 'no-tests', kind: 'pass' },
     ]);
     await rm(join(broken, 'no-solution', 'solution'), { recursive: true });
+    // A row of its own, not the end of the check (preflight used to stop at the first such task).
+    await rm(join(broken, 'no-tests', 'tests', 'test.sh'));
     // An image built from a Dockerfile whose RUN step fails.
     const toml = join(broken, 'bad-build', 'task.toml');
     await writeFile(toml, (await readFile(toml, 'utf8')).replace(/docker_image = .*\n/, ''));
@@ -77,15 +80,16 @@ describe('berth preflight', () => {
     expect(lines.filter((l) => l.startsWith('note: typo: '))).toEqual([
       'note: typo: verifer is not a harbor task.toml field: ignored (harbor ignores it too); did you mean verifier?',
     ]);
-    expect(lines.find((l) => l.includes('no-solution') && l.startsWith('FAIL'))).toMatch(/agent +.*no solution\/solve.sh, which the oracle agent runs/);
+    expect(lines.find((l) => l.includes('no-solution') && l.startsWith('FAIL'))).toMatch(/solution\/solve.sh +there is no solution\/solve.sh, which the oracle agent runs/);
+    expect(lines.find((l) => l.includes('no-tests') && l.startsWith('FAIL'))).toMatch(/tests\/test.sh +there is no tests\/test.sh/);
     expect(lines.find((l) => l.includes('crlf') && l.startsWith('FAIL'))).toMatch(/tests\/test.sh +tests\/test.sh has Windows line endings \(CRLF\)/);
     expect(lines.find((l) => l.includes('bad-build') && l.startsWith('FAIL'))).toMatch(/ImageBuildError: .*exit.* 7|ImageBuildError: .*RUN echo preparing/);
-    expect(result.stdout).toMatch(/FAILED: 1 of 2 image\(s\) and 2 task definition\(s\): 3 of 5 task\(s\) would fail/);
+    expect(result.stdout).toMatch(/FAILED: 1 of 2 image\(s\) and 3 task definition\(s\): 4 of 6 task\(s\) would fail/);
 
     // --agent none needs no solution; --no-build leaves the Dockerfile unchecked (a warning).
     const lenient = await berth(['preflight', broken, '--agent', 'none', '--no-build', '--json']);
     const data = JSON.parse(lenient.stdout) as { tasks: Array<{ task: string }>; images: Array<{ image: string; status: string }> };
-    expect(data.tasks.map((t) => t.task)).toEqual(['crlf']);
+    expect(data.tasks.map((t) => t.task)).toEqual(['crlf', 'no-tests']);
     expect(data.images.find((i) => i.image.includes('bad-build'))?.status).toBe('warn');
 
     // The run prints the note too, once.

@@ -187,6 +187,22 @@ describe('berth run (the built binary, off a TTY)', () => {
     expect(created.filter((id) => left.includes(id))).toEqual([]);
   }, 120_000);
 
+  it('--pool n is no bigger than the trials that can claim from it: one task, one attempt, one container', async () => {
+    const tasks = await writeDataset(join(root, 'pooled-one'), [{ id: 'only', kind: 'pass' }]);
+    const jobDir = join(root, 'pooled-one-job');
+    const since = Math.floor(Date.now() / 1000) - 1;
+    const result = await berth(['run', tasks, '--job-dir', jobDir, '--pool', '3', '--attempts', '1']);
+    expect(result.code, result.stderr + result.stdout).toBe(0);
+    expect(result.stdout).toContain('--pool 3: at most 1 trial(s) share one task environment here (tasks on it x --attempts), so each pool keeps 1');
+    const events = execFileSync(
+      'docker',
+      ['events', '--since', String(since), '--until', String(Math.ceil(Date.now() / 1000) + 1), '--filter', 'event=create', '--filter', `label=berth.session=${process.env.BERTH_SESSION}`, '--filter', `label=berth.task=only`, '--format', '{{.Actor.ID}}'],
+      { encoding: 'utf8' },
+    );
+    expect(events.split('\n').filter(Boolean)).toHaveLength(1);
+    expect((await readReport(jobDir)).report.sandboxes).toMatchObject({ created: 1, removed: 1 });
+  }, 120_000);
+
   it('exits 2 with a message that says what to fix on usage and configuration errors', async () => {
     const cases: Array<[string[], RegExp]> = [
       [['run', join(root, 'missing-dir')], /does not exist/],

@@ -68,6 +68,24 @@ describe('berth shell and berth exec', () => {
     expect(result.stdout).not.toMatch(/ConfigError/);
   }, 120_000);
 
+  it("exec: piped input is the command's stdin to its end; --tty with a pipe is refused; a failed infrastructure exits 125, never the command's 1", async () => {
+    const piped = await berth(['exec', taskDir, '--', 'wc -l'], { input: 'one\ntwo\nthree\n' });
+    expect(piped.code, piped.stderr).toBe(0);
+    expect(piped.stdout.trim()).toBe('3');
+    // Where it runs is named, namespace and all for a cluster (here the engine's address).
+    expect(piped.stderr).toMatch(/starting shelled on docker \(.+\)/);
+
+    const tty = await berth(['exec', taskDir, '--tty', '--', 'cat'], { input: 'x\n' });
+    expect(tty.code).toBe(2);
+    expect(tty.stderr).toMatch(/--tty with piped input: .*drop --tty/);
+
+    // An image that cannot be pulled: the command never ran.
+    await writeDataset(join(root, 'private'), [{ id: 'locked', kind: 'private' }]);
+    const infra = await berth(['exec', join(root, 'private', 'locked'), '--', 'true'], { env: { DOCKER_CONFIG: join(root, 'no-docker-config') } });
+    expect(infra.code, infra.stderr).toBe(125);
+    expect(infra.stderr).toMatch(/berth: ImagePullError: /);
+  }, 120_000);
+
   it('refuses a dataset directory: shell needs one task', async () => {
     const result = await berth(['shell', join(root, 'tasks')]);
     expect(result.code).toBe(2);

@@ -7,7 +7,7 @@ import { EventEmitter } from 'eventemitter3';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   BerthError,
-  ConfigError,
+  TaskDefinitionError,
   SandboxLostError,
   SandboxTracker,
   TaskFailure,
@@ -219,11 +219,11 @@ echo 1 > /logs/verifier/reward.txt
     expect(steps.indexOf('artifacts')).toBeLessThan(steps.indexOf('upload tests'));
   });
 
-  it('an oracle run of a task without solve.sh is a ConfigError before any sandbox starts', async () => {
+  it("an oracle run of a task without solve.sh is the task's mistake (TaskDefinitionError) before any sandbox starts", async () => {
     const r = await run({ solve: null });
-    expect(ConfigError.isInstance(r.error)).toBe(true);
+    expect(TaskDefinitionError.isInstance(r.error)).toBe(true);
     expect(r.result.environmentId).toBeUndefined();
-    expect(r.result.failure).toMatchObject({ category: 'permanent_infra', type: 'ConfigError' });
+    expect(r.result.failure).toMatchObject({ category: 'permanent_infra', type: 'TaskDefinitionError' });
   });
 
   it('a sandbox killed mid-attempt: berth error propagates unchanged (transient), result.json has the cause chain', async () => {

@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
-import { describeImage, type Environment, type ExecOptions } from '@berth/core';
+import { BerthError, CapabilityError, ConfigError, describeImage, type Environment, type ExecOptions } from '@berth/core';
 import { loadHarborTasks, startTaskSandbox, type HarborTask } from '@berth/harbor';
 import type { Command } from 'commander';
 import { addBackendOptions, loadBackend, type BackendFlags } from '../backends.js';
-import { UsageError } from '../usage-error.js';
+import { ExitStatusError, UsageError } from '../usage-error.js';
 
 interface SandboxOptions extends BackendFlags {
   json?: boolean;
@@ -38,20 +38,32 @@ async function withTaskSandbox(
   const controller = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => controller.abort(new Error(`stopped by ${signal}`));
   for (const s of ['SIGTERM', 'SIGHUP', 'SIGINT'] as const) process.on(s, onSignal);
-  process.stderr.write(`berth: starting ${task.id} on ${backend.name}…\n`);
+  // Where it runs, namespace and all (a defaulted namespace is never silent).
+  process.stderr.write(`berth: starting ${task.id} on ${backend.name} (${backend.target})…\n`);
   try {
-    const env = await startTaskSandbox(backend, task, { signal: controller.signal });
+    const env = await startTaskSandbox(backend, task, { signal: controller.signal }).catch(infrastructure);
     try {
       process.stderr.write(
         `berth: sandbox ${env.id} (${describeImage(env.spec.image)}), tests in /tests${task.solutionDir ? ', solution in /solution' : ''}; it is removed when this ends\n`,
       );
-      return await work(env, task, controller.signal);
+      return await work(env, task, controller.signal).catch(infrastructure);
     } finally {
       await env.teardown();
     }
   } finally {
     for (const s of ['SIGTERM', 'SIGHUP', 'SIGINT'] as const) process.off(s, onSignal);
   }
+}
+
+/** Exit status of `berth exec` and `berth shell` when the infrastructure failed: never the command's own. */
+export const INFRASTRUCTURE_EXIT = 125;
+
+/** An infrastructure failure ends the command with 125; the caller's mistakes and a stop keep theirs (2, 130). */
+function infrastructure(error: unknown): never {
+  if (BerthError.isInstance(error) && (error.category === 'transient_infra' || error.category === 'permanent_infra') && !ConfigError.isInstance(error) && !CapabilityError.isInstance(error)) {
+    throw new ExitStatusError(error, INFRASTRUCTURE_EXIT);
+  }
+  throw error;
 }
 
 /**
@@ -101,10 +113,17 @@ export async function execCommand(taskDir: string, command: string[], opts: Sand
   if (command.length === 0) throw new UsageError('berth exec needs a command after --, e.g. berth exec ./task -- ls /tests');
   // One argument is a shell line (pipes, globs); several are an exact argv.
   const argv = command.length === 1 ? ['/bin/sh', '-c', command[0]!] : command;
+  const piped = process.stdin.isTTY !== true;
+  if (opts.tty && piped) {
+    throw new UsageError(
+      '--tty with piped input: a terminal has no end of input, so the command would wait for more once the pipe ends; drop --tty and the command reads the pipe to its end',
+    );
+  }
   return withTaskSandbox(taskDir, opts, opts.tty === true, async (env, task, signal) => {
     const result = await env.exec(argv, {
       ...taskExecOptions(task, signal),
-      ...(opts.tty ? { tty: terminalSize(process.stdout), stdin: process.stdin } : {}),
+      // Piped input is the command's stdin, to its end; a terminal's is only with --tty.
+      ...(opts.tty ? { tty: terminalSize(process.stdout), stdin: process.stdin } : piped ? { stdin: process.stdin } : {}),
       ...(opts.json ? {} : { onStdout: (c: Uint8Array) => process.stdout.write(c), onStderr: (c: Uint8Array) => process.stderr.write(c) }),
     });
     if (opts.json) {
@@ -141,7 +160,7 @@ export function registerExec(program: Command): void {
     .option('--json', 'print the result (exit code, stdout, stderr, duration) as JSON instead of streaming the output')
     .addHelpText(
       'after',
-      `\nExit status: the command's own (124 if it timed out); 2 on a usage error.\n\nExamples:\n  berth exec examples/tasks/hello-world -- sh /solution/solve.sh\n  berth exec examples/tasks/hello-world -- 'ls -la /tests | wc -l'`,
+      `\nInput piped into berth exec is the command's stdin. Exit status: the command's own (124 if it timed out); 2 on a usage error; 125 when the infrastructure failed (the sandbox could not start, was lost...).\n\nExamples:\n  berth exec examples/tasks/hello-world -- sh /solution/solve.sh\n  berth exec examples/tasks/hello-world -- 'ls -la /tests | wc -l'`,
     )
     .action(async (taskDir: string, command: string[], opts: SandboxOptions) => {
       process.exitCode = await execCommand(taskDir, command, opts);

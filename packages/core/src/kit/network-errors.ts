@@ -32,7 +32,10 @@ export function unreachableApi(
   if (!isUnreachable(error)) return undefined;
   const code = String((error as { code: string }).code);
   const { what, hint, ...rest } = ctx;
-  return new BackendUnavailableError({ ...rest, message: `${what} is unreachable (${code}); ${hint}`, cause: error });
+  // Where it was looked for, as Node's error names it (a socket path, an address and port).
+  const { address, port } = error as { address?: unknown; port?: unknown };
+  const where = typeof address === 'string' ? ` at ${address}${typeof port === 'number' ? `:${port}` : ''}` : '';
+  return new BackendUnavailableError({ ...rest, message: `${what} is unreachable${where} (${code}); ${hint}`, cause: error });
 }
 
 /**
