@@ -30,6 +30,23 @@ interface BuildLine {
 
 /** The legacy builder names each step 'Step 2/5 : RUN make'; a FROM step pulls the base image. */
 const STEP = /^Step \d+\/\d+ : (.*)$/;
+const STEP_NUMBERS = /^Step (\d+)\/(\d+) : (.*)$/;
+
+/** berth's labels on a built image (for sweep). The legacy builder adds one LABEL step per label. */
+const BUILD_LABELS = (tag: string): Record<string, string> => ({ [LABEL_MANAGED]: 'true', [LABEL_BUILD]: tag.split(':')[1]! });
+
+/**
+ * A builder's line as the Dockerfile's author would count: the steps the builder appended for
+ * berth's labels taken out of the total, and those steps themselves (undefined) not said at all
+ * ("Step 2/4" for a two-line Dockerfile read like two lines were missing).
+ */
+export function ownStep(line: string, appended: number): string | undefined {
+  const m = STEP_NUMBERS.exec(line);
+  if (!m) return line;
+  const total = Number(m[2]) - appended;
+  if (Number(m[1]) > total) return undefined;
+  return `Step ${m[1]}/${total} : ${m[3]}`;
+}
 const FROM_STEP = /^FROM\s+(?:--\S+\s+)*(\S+)/i;
 
 export interface BuildRequest extends ErrorContext {
@@ -115,7 +132,7 @@ export class DockerImageBuilder {
         dockerfile: build.dockerfile,
         buildargs: build.args,
         ...(build.target ? { target: build.target } : {}),
-        labels: { [LABEL_MANAGED]: 'true', [LABEL_BUILD]: tag.split(':')[1]! },
+        labels: BUILD_LABELS(tag),
         ...(build.network === 'none' ? { networkmode: 'none' } : {}),
         ...(Object.keys(registryconfig).length ? { registryconfig: registryconfig as Docker.RegistryConfig } : {}),
         rm: true,
@@ -131,7 +148,10 @@ export class DockerImageBuilder {
         }
         const text = (message.stream ?? message.status ?? '').trimEnd();
         if (!text) continue;
-        for (const one of text.split('\n')) {
+        for (const raw of text.split('\n')) {
+          const one = ownStep(raw, Object.keys(BUILD_LABELS(tag)).length);
+          // berth's own LABEL steps are not the Dockerfile's: not said, not counted.
+          if (one === undefined) continue;
           const at = STEP.exec(one);
           if (at) step = one;
           lines.push(one);

@@ -38,12 +38,15 @@ const K8S_FLAGS = [
  * -n/--namespace). Everything else comes from each backend's own environment (DOCKER_HOST,
  * KUBECONFIG, Modal's token variables or ~/.modal.toml), as its package documents.
  */
-export function addBackendOptions(command: Command, { mirror = true } = {}): Command {
+export function addBackendOptions(command: Command, { mirror = true, sandboxes = true } = {}): Command {
   command
     .option('--backend <name>', 'docker, k8s or modal (k8s and modal are separate packages)', 'docker')
     .option('--kubeconfig <file>', 'k8s: the kubeconfig (default $KUBECONFIG, else ~/.kube/config)')
     .option('--context <name>', 'k8s: a context of the kubeconfig (default: its current context)')
-    .option('-n, --namespace <ns>', "k8s: the namespace pods go into (default: the context's, else 'default'; berth says which)")
+    .option('-n, --namespace <ns>', "k8s: the namespace pods go into (default: the context's, else 'default'; berth says which)");
+  // What only making sandboxes uses (sweep makes none): not offered where it would be ignored.
+  if (!sandboxes) return command;
+  command
     .option(
       '--build-repository <repo>',
       'k8s: build environment/Dockerfile images with the local Docker engine and push them to this repository (e.g. registry.example/team/berth-builds), for the cluster to pull; default $BERTH_BUILD_REPOSITORY',

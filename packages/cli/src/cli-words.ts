@@ -29,6 +29,8 @@ const HINTS: ReadonlyArray<readonly [RegExp, string]> = [
   [/or use another jobDir/g, 'or give another --job-dir'],
   [/set options\.networkPolicy\.probe to an address every public pod reaches/g, 'give --network-probe <host:port>, an address every public pod reaches'],
   [/options\.namespace/g, '--namespace'],
+  [/run without snapshotSetup/g, 'run without --snapshot-setup'],
+  [/snapshotSetup\.command/g, '--snapshot-setup'],
   // The CLI has no flag for Modal's client identity: only a program using the library can set it.
   [
     /set options\.clientVersion \(and options\.clientType\) to it/g,

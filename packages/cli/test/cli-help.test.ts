@@ -25,6 +25,10 @@ describe('berth --help', () => {
       expect(help.stdout, command).toMatch(/Examples?:\n {2}berth /);
       if (DATA_COMMANDS.includes(command)) expect(help.stdout, command).toContain('--json');
     }
+    // sweep makes no sandbox: it offers no flag that only making one would use.
+    const sweep = await berth(['sweep', '--help']);
+    expect(sweep.stdout).not.toMatch(/--network-probe|--build-repository|--mirror/);
+    expect(sweep.stdout).toMatch(/--namespace/);
   });
 
   it('says how to install a backend package that is missing', async () => {

@@ -80,7 +80,9 @@ describe('berth preflight', () => {
     expect(lines.filter((l) => l.startsWith('note: typo: '))).toEqual([
       'note: typo: verifer is not a harbor task.toml field: ignored (harbor ignores it too); did you mean verifier?',
     ]);
-    expect(lines.find((l) => l.includes('no-solution') && l.startsWith('FAIL'))).toMatch(/solution\/solve.sh +there is no solution\/solve.sh, which the oracle agent runs/);
+    expect(lines.find((l) => l.includes('no-solution') && l.startsWith('FAIL'))).toMatch(
+      /solution\/solve.sh +there is no solution\/solve.sh, which the oracle agent runs/,
+    );
     expect(lines.find((l) => l.includes('no-tests') && l.startsWith('FAIL'))).toMatch(/tests\/test.sh +there is no tests\/test.sh/);
     expect(lines.find((l) => l.includes('crlf') && l.startsWith('FAIL'))).toMatch(/tests\/test.sh +tests\/test.sh has Windows line endings \(CRLF\)/);
     expect(lines.find((l) => l.includes('bad-build') && l.startsWith('FAIL'))).toMatch(/ImageBuildError: .*exit.* 7|ImageBuildError: .*RUN echo preparing/);

@@ -196,7 +196,21 @@ describe('berth run (the built binary, off a TTY)', () => {
     expect(result.stdout).toContain('--pool 3: at most 1 trial(s) share one task environment here (tasks on it x --attempts), so each pool keeps 1');
     const events = execFileSync(
       'docker',
-      ['events', '--since', String(since), '--until', String(Math.ceil(Date.now() / 1000) + 1), '--filter', 'event=create', '--filter', `label=berth.session=${process.env.BERTH_SESSION}`, '--filter', `label=berth.task=only`, '--format', '{{.Actor.ID}}'],
+      [
+        'events',
+        '--since',
+        String(since),
+        '--until',
+        String(Math.ceil(Date.now() / 1000) + 1),
+        '--filter',
+        'event=create',
+        '--filter',
+        `label=berth.session=${process.env.BERTH_SESSION}`,
+        '--filter',
+        `label=berth.task=only`,
+        '--format',
+        '{{.Actor.ID}}',
+      ],
       { encoding: 'utf8' },
     );
     expect(events.split('\n').filter(Boolean)).toHaveLength(1);

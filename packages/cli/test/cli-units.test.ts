@@ -132,6 +132,9 @@ describe('library hints in the CLI', () => {
       expect(said, hint).not.toMatch(/\b(spec|options)\.[a-z]/);
       expect(said, hint).not.toMatch(/fresh: true|agent 'none'/);
     }
+    expect(cliWords('the snapshot setup of task t failed: x; fix the command, or run without snapshotSetup')).toBe(
+      'the snapshot setup of task t failed: x; fix the command, or run without --snapshot-setup',
+    );
     expect(cliWords('no credentials were found for this registry: pass spec.image.auth or log in with docker login')).toBe(
       "no credentials were found for this registry: log in with docker login (berth reads Docker's config, or $DOCKER_CONFIG)",
     );

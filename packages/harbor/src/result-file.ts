@@ -16,6 +16,8 @@ export type AttemptFailureJson = ClassifiedFailure & { error: SerializedError };
 /** `<jobDir>/<taskId>/attempt-<n>/result.json`: one per attempt, failed ones included. */
 export interface AttemptResultFile {
   taskId: string;
+  /** The task's content hash when this attempt ran: a later run of a changed task sets this attempt aside, never deletes it. */
+  taskVersion?: string;
   attempt: number;
   /** 'oracle', 'none', or the agent function's name. */
   agent: string;

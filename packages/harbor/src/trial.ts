@@ -1,4 +1,4 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describeImage, serializeError, type Backend, type Environment, type TrialContext, type TrialFunction } from '@berth/core';
 import { agentName, checkAgentCanRun, runAgent, type HarborAgent } from './agent.js';
@@ -51,11 +51,31 @@ export interface HarborTrialOptions {
  * - berth's own error, unchanged, when the infrastructure failed (so runTrials can tell a lost
  *   sandbox, worth a retry, from an image nobody can pull, which is not).
  */
+/**
+ * A task's directory holding attempts of another version of the task (result.json's taskVersion):
+ * moved to `<taskId>.replaced-<time>` beside it, so that running the changed task again from
+ * attempt 1 deletes nothing of what the earlier version did.
+ */
+async function setAsideOtherVersion(taskDir: string, version: string | undefined): Promise<void> {
+  if (version === undefined) return;
+  const entries = await readdir(taskDir).catch(() => [] as string[]);
+  for (const entry of entries) {
+    if (!entry.startsWith('attempt-')) continue;
+    const text = await readFile(join(taskDir, entry, 'result.json'), 'utf8').catch(() => undefined);
+    const recorded = text === undefined ? undefined : (JSON.parse(text) as { taskVersion?: string }).taskVersion;
+    if (recorded === undefined || recorded === version) continue;
+    await rename(taskDir, `${taskDir}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+    return;
+  }
+}
+
 export function createHarborTrial(options: HarborTrialOptions): TrialFunction<HarborTask, HarborOutcome> {
   const { backend, jobDir, agent = 'oracle', specOverrides, hooks, hostEnv = process.env, snapshots } = options;
 
   return async (task, ctx) => {
     const dir = attemptDir(jobDir, task.id, ctx.attempt);
+    // The attempts of an earlier version of the task (its files changed since) are kept, moved aside.
+    await setAsideOtherVersion(join(jobDir, task.id), task.contentHash);
     // A directory left by an attempt the process died under (resumed runs continue numbering, but
     // a hand-run trial may not): start clean so no stale file is mistaken for this attempt's.
     await rm(dir, { recursive: true, force: true });
@@ -66,6 +86,7 @@ export function createHarborTrial(options: HarborTrialOptions): TrialFunction<Ha
     const timer = new StepTimer(t0);
     const record: AttemptResultFile = {
       taskId: task.id,
+      ...(task.contentHash ? { taskVersion: task.contentHash } : {}),
       attempt: ctx.attempt,
       agent: agentName(agent),
       backend: backend.name,

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunMismatchError } from '@berth/core';
 import { createDockerBackend } from '@berth/backend-docker';
-import { runHarborJob, type HarborJobReport } from '@berth/harbor';
+import { runHarborJob, type AttemptResultFile, type HarborJobReport } from '@berth/harbor';
 import { tempDir, writeTask } from './support.js';
 
 let root: string;
@@ -67,6 +67,13 @@ describe('resuming a harbor job', () => {
     expect(edited.resume).toEqual({ reusedAttempts: 1, interruptedAttempts: 0, changedTasks: ['count-lines'] });
     expect(edited.tasks.find((t) => t.taskId === 'count-lines')?.outcome).toEqual({ reward: 0 });
     expect(edited.tasks.find((t) => t.taskId === 'hello')?.outcome).toEqual({ reward: 1 });
+    // The earlier version's attempt is kept beside the new one, never deleted by it.
+    const kept = (await readdir(jobDir)).filter((n) => n.startsWith('count-lines.replaced-'));
+    expect(kept).toHaveLength(1);
+    const before = JSON.parse(await readFile(join(jobDir, kept[0]!, 'attempt-1', 'result.json'), 'utf8')) as AttemptResultFile;
+    const after = JSON.parse(await readFile(join(jobDir, 'count-lines', 'attempt-1', 'result.json'), 'utf8')) as AttemptResultFile;
+    expect(before.taskVersion).toBeDefined();
+    expect(after.taskVersion).not.toBe(before.taskVersion);
 
     // Another dataset whose hello differs (only its instruction): same id, other content.
     const other = join(root, 'other');

@@ -60,7 +60,12 @@ export const INFRASTRUCTURE_EXIT = 125;
 
 /** An infrastructure failure ends the command with 125; the caller's mistakes and a stop keep theirs (2, 130). */
 function infrastructure(error: unknown): never {
-  if (BerthError.isInstance(error) && (error.category === 'transient_infra' || error.category === 'permanent_infra') && !ConfigError.isInstance(error) && !CapabilityError.isInstance(error)) {
+  if (
+    BerthError.isInstance(error) &&
+    (error.category === 'transient_infra' || error.category === 'permanent_infra') &&
+    !ConfigError.isInstance(error) &&
+    !CapabilityError.isInstance(error)
+  ) {
     throw new ExitStatusError(error, INFRASTRUCTURE_EXIT);
   }
   throw error;

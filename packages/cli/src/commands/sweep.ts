@@ -29,7 +29,7 @@ export function registerSweep(program: Command): void {
   const command = program
     .command('sweep')
     .description('Remove sandboxes berth left behind: those of processes that died (a kill -9, a crash), and with --older-than, any older than that');
-  addBackendOptions(command, { mirror: false })
+  addBackendOptions(command, { mirror: false, sandboxes: false })
     .option('--older-than <duration>', "also remove berth's sandboxes older than this (e.g. 2h), even if their process lives or runs elsewhere")
     .option('--dry-run', 'list what would be removed, remove nothing')
     .option('--json', 'print the sweep report as JSON')
