@@ -19,6 +19,7 @@ const HINTS: ReadonlyArray<readonly [RegExp, string]> = [
     'give --build-repository <registry/repo> (the local Docker engine builds the image and pushes it there for the cluster to pull), or build and push it yourself and set docker_image',
   ],
   [/pass options\.builder/g, 'give --build-repository <registry/repo>'],
+  [/\(image\.build, with options\.builder\)/g, '(environment/Dockerfile, with --build-repository <registry/repo>)'],
   [/pass options\.kubeconfig \{ file, context \} or set KUBECONFIG/g, 'give --kubeconfig <file> (and --context <name>), or set KUBECONFIG'],
   [/pass options\.kubeconfig, set KUBECONFIG, or create ~\/\.kube\/config/g, 'give --kubeconfig <file>, set KUBECONFIG, or create ~/.kube/config'],
   [/set a context, or pass options\.kubeconfig/g, 'give --context <name> or --kubeconfig <file>'],

@@ -58,7 +58,9 @@ describe('berth preflight on Kubernetes', () => {
     const row = (name: string) => preflight.stdout.split('\n').find((l) => l.includes(name) && l.includes('berth-test/busybox')) ?? '';
     expect(row('network none')).toMatch(/^FAIL .*offline/);
     expect(row('network none')).toMatch(/does not enforce NetworkPolicy/);
-    expect(row('network public')).toMatch(/^OK .*online/);
+    // Public needs no enforcement: not failed (a WARN says only that docker.io cannot be asked from here).
+    expect(row('network public')).toMatch(/^(OK|WARN) .*online/);
+    expect(row('network public')).not.toMatch(/NetworkPolicy/);
   }, 150_000);
 });
 

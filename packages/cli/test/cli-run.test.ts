@@ -193,7 +193,7 @@ describe('berth run (the built binary, off a TTY)', () => {
     const since = Math.floor(Date.now() / 1000) - 1;
     const result = await berth(['run', tasks, '--job-dir', jobDir, '--pool', '3', '--attempts', '1']);
     expect(result.code, result.stderr + result.stdout).toBe(0);
-    expect(result.stdout).toContain('--pool 3: at most 1 trial(s) share one task environment here (tasks on it x --attempts), so each pool keeps 1');
+    expect(result.stdout).toContain('--pool 3: a task takes at most 1 attempt(s) (--attempts) and has a pool of its own, so each pool keeps 1');
     const events = execFileSync(
       'docker',
       [

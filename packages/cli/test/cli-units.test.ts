@@ -132,6 +132,9 @@ describe('library hints in the CLI', () => {
       expect(said, hint).not.toMatch(/\b(spec|options)\.[a-z]/);
       expect(said, hint).not.toMatch(/fresh: true|agent 'none'/);
     }
+    expect(cliWords("build the set-up environment into the task's image instead (image.build, with options.builder), or snapshot on Docker")).toBe(
+      "build the set-up environment into the task's image instead (environment/Dockerfile, with --build-repository <registry/repo>), or snapshot on Docker",
+    );
     expect(cliWords('the snapshot setup of task t failed: x; fix the command, or run without snapshotSetup')).toBe(
       'the snapshot setup of task t failed: x; fix the command, or run without --snapshot-setup',
     );

@@ -282,6 +282,12 @@ export interface PoolOptions {
    * this, as a backstop should berth's machine be gone).
    */
   maxIdleMs?: number;
+  /**
+   * The most claims this pool will ever see (a runner knows: the attempts a task may take). The
+   * pool then never starts a sandbox no claim will take: after the last claim it does not refill.
+   * Default: no end. A claim beyond it is still served (with a cold start).
+   */
+  maxClaims?: number;
 }
 
 /** What a pool holds and has done, counted since it was made. */

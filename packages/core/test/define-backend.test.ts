@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { CapabilityError, ConfigError } from '../src/errors.js';
 import { defineBackend, type BackendDefinition, type ManagedResource } from '../src/kit/define-backend.js';
-import { refuseRenamedOptions } from '../src/kit/common-options.js';
+import { checkFactoryOptions } from '../src/kit/common-options.js';
 import { LABEL_CREATED, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID } from '../src/labels.js';
 import type { Capabilities } from '../src/contract.js';
 import { LocalTransport } from './support/local-transport.js';
@@ -124,9 +124,10 @@ describe('defineBackend', () => {
   it("adds the backend's own methods, and renamed options are refused naming the new one", () => {
     const backend = defineBackend(definition(), { close: async () => 'closed' });
     expect(typeof backend.close).toBe('function');
-    expect(() => refuseRenamedOptions({ preflightRegistries: [] }, { preflightRegistries: 'probeRegistries' }, 'k8s', 'createK8sBackend')).toThrow(
-      "createK8sBackend's preflightRegistries option is now probeRegistries",
-    );
-    expect(() => refuseRenamedOptions({ probeRegistries: [] }, { preflightRegistries: 'probeRegistries' }, 'k8s', 'createK8sBackend')).not.toThrow();
+    const at = { known: ['probeRegistries'], renamed: { preflightRegistries: 'probeRegistries' }, backend: 'k8s', factory: 'createK8sBackend' };
+    expect(() => checkFactoryOptions({ preflightRegistries: [] }, at)).toThrow("createK8sBackend's preflightRegistries option is now probeRegistries");
+    expect(() => checkFactoryOptions({ probeRegistries: [] }, at)).not.toThrow();
+    // Neither known nor renamed: refused with what was meant.
+    expect(() => checkFactoryOptions({ probeRegistry: [] }, at)).toThrow('createK8sBackend has no option "probeRegistry": did you mean probeRegistries?');
   });
 });

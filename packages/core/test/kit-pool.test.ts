@@ -93,6 +93,26 @@ describe('warm pools (kit)', () => {
     expect(engine.alive).toEqual([]);
   });
 
+  it('maxClaims: no sandbox started that no claim will take; after the last claim, no refill; a claim beyond it is still served', async () => {
+    const engine = new Engine();
+    const pool = backend(engine).pool(SPEC, { size: 3, maxClaims: 2 });
+    await pool.fill();
+    expect(pool.stats).toMatchObject({ idle: 2, starting: 0 });
+    const first = await pool.claim();
+    const second = await pool.claim();
+    // Give a refill its chance to start anything.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(pool.stats).toMatchObject({ idle: 0, starting: 0, claimed: 2 });
+    expect(engine.created).toHaveLength(2);
+    await pool.fill(); // nothing left to fill for
+    const extra = await pool.claim();
+    expect(extra.phase).toBe('running');
+    expect(engine.created).toHaveLength(3);
+    for (const env of [first, second, extra]) await env.teardown();
+    await pool.close();
+    expect(engine.alive).toEqual([]);
+  });
+
   it('a sandbox that died while idle is never handed out: removed (event "dead") and the next one claimed', async () => {
     const engine = new Engine();
     const pool = backend(engine).pool(SPEC, { size: 2 });

@@ -203,7 +203,9 @@ export async function runHarborJob(options: HarborJobOptions): Promise<RunResult
   if (fresh) await setJobAside(jobDir);
 
   const startedAt = new Date();
-  const pools = pool ? pooled(backend, pool) : undefined;
+  // Each task's sandboxes differ (its label), so each pool serves one task: it never needs more
+  // than the attempts a task may take (runTrials' default 3), and starts none after the last.
+  const pools = pool ? pooled(backend, { maxClaims: runOptions.maxAttempts ?? 3, ...pool }) : undefined;
   const trial = createHarborTrial({
     backend: pools ?? backend,
     jobDir,

@@ -1,6 +1,6 @@
 import { basename, resolve } from 'node:path';
 import { MAX_POOL_SIZE, RunMismatchError, createEvents, type Backend, type RunEvents } from '@berth/core';
-import { buildSpec, runHarborJob, setJobAside, type HarborTask } from '@berth/harbor';
+import { runHarborJob, setJobAside } from '@berth/harbor';
 import { agentFromOption } from '../agent-command.js';
 import { addBackendOptions, loadBackend, type BackendFlags } from '../backends.js';
 import { parseDuration } from '../duration.js';
@@ -113,25 +113,6 @@ async function removeLeftovers(backend: Backend): Promise<string[]> {
   return lines;
 }
 
-/**
- * The most trials that will ever claim from one pool: the tasks sharing one environment (as the
- * backend would make it) times the attempts each may take. A bigger pool only starts sandboxes no
- * trial claims (one task, one attempt, --pool 3 made three containers for one trial).
- */
-function mostClaims(tasks: readonly HarborTask[], backend: Backend, maxAttempts: number): number {
-  const shared = new Map<string, number>();
-  for (const task of tasks) {
-    let key: string;
-    try {
-      key = JSON.stringify(buildSpec(task, backend).spec);
-    } catch {
-      key = `task:${task.id}`; // refused by the backend: the run says why; no pool for it
-    }
-    shared.set(key, (shared.get(key) ?? 0) + 1);
-  }
-  return Math.max(1, ...shared.values()) * maxAttempts;
-}
-
 export async function runCommand(tasksPath: string, opts: RunOptions): Promise<number> {
   const maxAttempts = positiveInt(opts.attempts, '--attempts');
   const concurrency = positiveInt(opts.concurrency, '--concurrency');
@@ -143,7 +124,8 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
   const backend = await loadBackend(opts);
   if (opts.snapshotSetup !== undefined) refuseSnapshotSetup(backend, opts.snapshotSetup);
   const jobDir = opts.jobDir ? resolve(opts.jobDir) : defaultJobDir(tasksPath);
-  const poolNeeded = pool === undefined ? undefined : Math.min(pool, mostClaims(tasks, backend, maxAttempts));
+  // One pool per task (its sandboxes carry its label): never more than the attempts it may take.
+  const poolNeeded = pool === undefined ? undefined : Math.min(pool, maxAttempts);
 
   // With --json, stdout carries only the report; what happens meanwhile goes to stderr.
   const display = createDisplay(opts.json ? process.stderr : process.stdout, tasks.length);
@@ -151,7 +133,7 @@ export async function runCommand(tasksPath: string, opts: RunOptions): Promise<n
   say(`berth run: ${tasks.length} task(s) from ${tasksDir} on ${backend.name} (${backend.target}), agent ${opts.agent}, job ${jobDir}`);
   printNotes(tasks, say);
   if (pool !== undefined && poolNeeded! < pool) {
-    say(`--pool ${pool}: at most ${poolNeeded} trial(s) share one task environment here (tasks on it x --attempts), so each pool keeps ${poolNeeded}`);
+    say(`--pool ${pool}: a task takes at most ${poolNeeded} attempt(s) (--attempts) and has a pool of its own, so each pool keeps ${poolNeeded}`);
   }
   if (opts.fresh) {
     const aside = await setJobAside(jobDir);
@@ -215,7 +197,7 @@ export function registerRun(program: Command): void {
       '--snapshot-setup <command>',
       'set each task up once with this shell command (as root), snapshot it, and start every trial of the task from the snapshot (docker, modal)',
     )
-    .option('--pool <n>', 'keep n sandboxes started ahead per task environment (warm pools; for many attempts of the same tasks); idle ones go after a minute')
+    .option('--pool <n>', 'keep n sandboxes started ahead per task (warm pools, for its retries; never more than --attempts); idle ones go after a minute')
     .addHelpText(
       'after',
       `

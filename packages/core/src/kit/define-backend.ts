@@ -104,11 +104,18 @@ export function defineBackend<Extra extends object = object>(def: BackendDefinit
   const environment = (input: EnvironmentSpecInput): Environment => make(parse(input));
 
   const pool = (input: EnvironmentSpecInput, opts: PoolOptions): EnvironmentPool => {
-    const { size, maxIdleMs } = poolOptions(opts);
+    const { size, maxIdleMs, maxClaims } = poolOptions(opts);
     const spec = parse(input);
     // The transport may refuse what the spec asks (a ConfigError): now, not at the first start.
     make(spec, { maxIdleMs });
-    return new SandboxPool({ backend: def.name, spec, size, maxIdleMs, make: () => make(spec, { maxIdleMs }) });
+    return new SandboxPool({
+      backend: def.name,
+      spec,
+      size,
+      maxIdleMs,
+      ...(maxClaims !== undefined ? { maxClaims } : {}),
+      make: () => make(spec, { maxIdleMs }),
+    });
   };
 
   const report = (checks: PreflightCheck[]): PreflightReport => ({ backend: def.name, ok: checks.every((c) => c.status !== 'fail'), checks });

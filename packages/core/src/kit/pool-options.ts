@@ -2,7 +2,7 @@ import type { PoolOptions } from '../contract.js';
 import { ConfigError } from '../errors.js';
 import { checkOptionNames, optionNames } from './option-names.js';
 
-const POOL_OPTIONS = optionNames<PoolOptions>()('size', 'maxIdleMs');
+const POOL_OPTIONS = optionNames<PoolOptions>()('size', 'maxIdleMs', 'maxClaims');
 
 /** What a pool holds at most: a guard against a typo starting thousands of sandboxes. */
 export const MAX_POOL_SIZE = 1000;
@@ -10,7 +10,7 @@ export const MAX_POOL_SIZE = 1000;
 export const DEFAULT_MAX_IDLE_MS = 10 * 60_000;
 
 /** Backend.pool's options, checked: a ConfigError naming the option and its range. */
-export function poolOptions(opts: PoolOptions | undefined): { size: number; maxIdleMs: number } {
+export function poolOptions(opts: PoolOptions | undefined): { size: number; maxIdleMs: number; maxClaims?: number } {
   checkOptionNames(opts, POOL_OPTIONS, { what: 'a pool', path: 'opts' });
   const size: unknown = opts?.size;
   if (typeof size !== 'number' || !Number.isInteger(size) || size < 1 || size > MAX_POOL_SIZE) {
@@ -28,5 +28,13 @@ export function poolOptions(opts: PoolOptions | undefined): { size: number; maxI
       message: `a pool's maxIdleMs is a number of milliseconds above 0; got ${String(maxIdleMs)}`,
     });
   }
-  return { size, maxIdleMs };
+  const maxClaims: unknown = opts?.maxClaims;
+  if (maxClaims !== undefined && (typeof maxClaims !== 'number' || !Number.isInteger(maxClaims) || maxClaims < 1)) {
+    throw new ConfigError({
+      operation: 'config',
+      path: 'opts.maxClaims',
+      message: `a pool's maxClaims is a whole number of at least 1; got ${String(maxClaims)}`,
+    });
+  }
+  return { size, maxIdleMs, ...(maxClaims !== undefined ? { maxClaims } : {}) };
 }

@@ -23,6 +23,8 @@ export interface SandboxPoolOptions {
   spec: EnvironmentSpec;
   size: number;
   maxIdleMs: number;
+  /** The most claims the pool will see (PoolOptions.maxClaims); undefined: no end. */
+  maxClaims?: number;
   /** A new, not yet started environment of the pool's spec (pooled: its lifetime counts from claim). */
   make: () => SandboxEnvironment;
 }
@@ -49,6 +51,8 @@ export class SandboxPool implements EnvironmentPool {
   /** Removals the pool started, so close() can wait for them. */
   readonly #removals = new Set<Promise<unknown>>();
   readonly #stats = { claimed: 0, failed: 0, expired: 0, dead: 0 };
+  /** Idle sandboxes taken by a claim and being checked alive. */
+  #checking = 0;
   /** After a failed start: refill only on a claim (or fill), not on its own. */
   #holding = false;
   #closed: Promise<void> | undefined;
@@ -74,7 +78,10 @@ export class SandboxPool implements EnvironmentPool {
     // Newest last: take the oldest idle one, the nearest to expiring.
     for (let entry = this.#idle.shift(); entry; entry = this.#idle.shift()) {
       // The alive check first, the refill after it: a start's own API calls would delay the check.
-      const alive = await entry.env.probe();
+      // Counted as claimed meanwhile (maxClaims): the refill must not start one for this claim.
+      this.#checking++;
+      const alive = await entry.env.probe().finally(() => this.#checking--);
+      if (alive) this.#stats.claimed++;
       this.#refill();
       if (alive) return this.#handOut(entry.env, since);
       this.#stats.dead++;
@@ -102,7 +109,7 @@ export class SandboxPool implements EnvironmentPool {
     if (this.#closed) return Promise.reject(this.#closedError());
     this.#holding = false;
     this.#refill();
-    if (this.#idle.length >= this.size) return Promise.resolve();
+    if (this.#idle.length >= Math.min(this.size, (this.#options.maxClaims ?? Number.POSITIVE_INFINITY) - this.#stats.claimed)) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       const fill = { resolve, reject };
       this.#fills.push(fill);
@@ -137,15 +144,22 @@ export class SandboxPool implements EnvironmentPool {
     return new CancelledError({ operation: 'start', backend: this.backend, message: `the ${this.backend} warm pool was closed; claim from an open pool` });
   }
 
+  /** A sandbox to its claim (already counted in stats.claimed where the claim got it). */
   #handOut(env: SandboxEnvironment, since: number): SandboxEnvironment {
     env.claimed();
-    this.#stats.claimed++;
     this.events.emit('claimed', env.id, Date.now() - since);
     return env;
   }
 
   #refill(): void {
-    while (!this.#closed && !this.#holding && this.#idle.length + this.#inFlight.size < this.size + this.#waiters.length) this.#startOne();
+    while (!this.#closed && !this.#holding && this.#idle.length + this.#inFlight.size < this.#wanted()) this.#startOne();
+  }
+
+  /** Sandboxes to have idle or starting: size ahead of the waiting claims, never more than claims still to come, always one per waiting claim. */
+  #wanted(): number {
+    const ahead = this.size + this.#waiters.length;
+    const max = this.#options.maxClaims;
+    return max === undefined ? ahead : Math.max(this.#waiters.length, Math.min(ahead, max - this.#stats.claimed - this.#checking));
   }
 
   #startOne(): void {
@@ -155,8 +169,11 @@ export class SandboxPool implements EnvironmentPool {
         this.#inFlight.delete(started);
         if (this.#closed) return void this.#remove(env, 'closed');
         const waiter = this.#waiters.shift();
-        if (waiter) waiter.resolve(env);
-        else {
+        if (waiter) {
+          // Claimed now, before the refill below counts what is still to come (maxClaims).
+          this.#stats.claimed++;
+          waiter.resolve(env);
+        } else {
           this.#idle.push({ env, readyAt: Date.now() });
           this.events.emit('ready', env.id);
           this.#armExpiry();
@@ -181,7 +198,8 @@ export class SandboxPool implements EnvironmentPool {
   }
 
   #settleFills(): void {
-    if (this.#idle.length < this.size) return;
+    const max = this.#options.maxClaims;
+    if (this.#idle.length < (max === undefined ? this.size : Math.min(this.size, max - this.#stats.claimed))) return;
     for (const fill of this.#fills.splice(0)) fill.resolve();
   }
 
