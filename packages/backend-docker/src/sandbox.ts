@@ -20,6 +20,7 @@ import {
 } from '@berth/core/backend-kit';
 import { mapDaemonError, mapEnvironmentError, startRefusal, statusOf, dockerMessage } from './docker-errors.js';
 import { spawnDockerProcess } from './exec-process.js';
+import { archivePath, getArchive, plainAddress } from './archive-get.js';
 import type { DockerImageBuilder } from './build.js';
 import type { DockerBackendOptions } from './options.js';
 import { dockerAuthConfig, imagePresent, pullImage } from './pull.js';
@@ -73,6 +74,10 @@ export class DockerSandbox implements SandboxTransport {
       },
       get: async (remotePath, signal) => {
         try {
+          // Big files at engine speed: a plain socket where one reaches the engine (archive-get.ts).
+          const modem = docker.modem as Parameters<typeof plainAddress>[0];
+          const plain = await plainAddress(modem);
+          if (plain) return await getArchive(plain, archivePath(modem, id, remotePath), signal);
           return (await container().getArchive({ path: remotePath, ...(signal ? { abortSignal: signal } : {}) })) as Readable;
         } catch (error) {
           // The engine says 404 for a missing path and a missing container alike; the kit's
