@@ -7,6 +7,7 @@ import { defineBackend, type BackendDefinition, type ManagedResource } from '../
 import { checkFactoryOptions } from '../src/kit/common-options.js';
 import { LABEL_CREATED, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID } from '../src/labels.js';
 import type { Capabilities } from '../src/contract.js';
+import type { CreateContext } from '../src/kit/transport.js';
 import { LocalTransport } from './support/local-transport.js';
 
 const CAPABILITIES: Capabilities = {
@@ -47,7 +48,18 @@ const labels = (pid: number, extra: Record<string, string> = {}) => ({
 
 describe('defineBackend', () => {
   it("makes environments: spec parsed, capabilities refused with the hint, ids with namePrefix, labels merged under berth's", async () => {
-    const backend = defineBackend(definition({ options: { namePrefix: 'evals', labels: { team: 'a', [LABEL_MANAGED]: 'no' } } }));
+    // What the engine is asked to label the sandbox with, as the transport's create sees it.
+    const created: Array<Readonly<Record<string, string>>> = [];
+    const transport = () => {
+      const local = new LocalTransport();
+      const create = local.create.bind(local);
+      local.create = async (ctx: CreateContext) => {
+        created.push(ctx.labels);
+        return create();
+      };
+      return local;
+    };
+    const backend = defineBackend(definition({ transport, options: { namePrefix: 'evals', labels: { team: 'a', [LABEL_MANAGED]: 'no' } } }));
     expect(backend.target).toBe('this machine');
     expect(() => backend.environment({ image: 'x', resources: { storageMb: 10 } })).toThrow(CapabilityError);
     expect(() => backend.environment({ image: 'x', resources: { storageMb: 10 } })).toThrow(/leave it unset on local/);
@@ -56,11 +68,15 @@ describe('defineBackend', () => {
     const refused = backend.start({ image: '' });
     expect(refused).toBeInstanceOf(Promise);
     await expect(refused).rejects.toThrow(ConfigError);
-    const env = await backend.start({ image: 'local:latest', network: 'none' });
+    const env = await backend.start({ image: 'local:latest', network: 'none', labels: { run: 'r1', team: 'spec' } });
     try {
       expect(env.id).toMatch(/^evals-/);
       expect(env.backend).toBe('local');
       expect((await env.exec(['echo', 'hi'])).stdout).toBe('hi\n');
+      // The spec's and the backend's labels are there (the backend's over the spec's: options.labels
+      // are the operator's); berth's own win over both.
+      expect(created).toHaveLength(1);
+      expect(created[0]).toMatchObject({ team: 'a', run: 'r1', [LABEL_MANAGED]: 'true', [LABEL_OWNER_PID]: String(process.pid), 'berth.environment': env.id });
     } finally {
       await env.teardown();
     }

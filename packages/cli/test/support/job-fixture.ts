@@ -1,8 +1,8 @@
 // A finished job built by hand, for the report renderers' tests: every kind of task ending (a
 // reward, a retried transient failure, a task failure, permanent and unclassified infrastructure
 // failures, a task the deadline stopped) and an attempt whose result.json is missing. Its
-// report numbers are worked out below by the rules of core's buildRunReport.
-import type { RunReport } from '@berth/core';
+// report is core's buildRunReport over the records runTrials would have kept for it.
+import { buildRunReport, type AttemptFailure, type AttemptRecord, type RunReport, type TaskRecord } from '@berth/core';
 import type { AttemptResultFile, HarborJobReport, HarborTaskSummary } from '@berth/harbor';
 import type { AttemptView, CauseLink, JobData, TaskView } from '../../src/job/job-data.js';
 
@@ -158,31 +158,54 @@ const TASKS: TaskSpec[] = [
   },
 ];
 
-export const FIXTURE_REPORT: RunReport = {
-  total: 6,
-  scored: 3,
-  taskFailures: 1,
-  infraFailed: { total: 2, transient: 0, permanent: 1, unclassified: 1 },
-  notRun: { total: 1, deadline: 1, cancelled: 0 },
-  coverage: 0.5,
-  attempts: 7,
-  retries: 1,
-  byCategory: { transient_infra: 1, task_failure: 1, permanent_infra: 1, unclassified: 1, cancelled: 1 },
-  byType: { SandboxLostError: 1, RewardFileMissing: 1, ImagePullError: 1, TypeError: 1, CancelledError: 1 },
-  unclassified: 1,
-  unscored: 0,
-  // (1 + 0.5 + 0) / 3: the task failure counts as 0.
-  score: { field: 'reward', mean: 0.5, over: 3, coverage: 0.5 },
-  valid: false,
-  invalidReasons: [
-    '1 task(s) failed on permanent infrastructure (ImagePullError): fix the configuration; these are not scores of the model',
-    '1 task(s) ended on an unclassified error: nobody knows whose fault it was',
-    'coverage 0.500 is under 0.95: only 3 of 6 tasks were scored (2 infrastructure failures, 1 not run)',
-  ],
-  durationMs: 95_000,
-  // Every attempt made a sandbox but the failed pull (nothing is created before the pull), and each was removed.
-  sandboxes: { created: 6, removed: 6, notRemoved: [] },
-};
+/**
+ * The run record core's runTrials would have kept for a task: its attempts (each made and removed
+ * one sandbox, but a failed pull: nothing is created before the pull), what was chosen.
+ */
+function taskRecord(spec: TaskSpec): TaskRecord {
+  const attempts = spec.attempts.map((a, i): AttemptRecord => {
+    const [start, end] = a.at ?? [0, a.durationMs ?? 0];
+    const made = a.type === 'ImagePullError' ? 0 : 1;
+    return {
+      taskId: spec.taskId,
+      attempt: i + 1,
+      startedAt: RUN_START + start,
+      endedAt: RUN_START + end,
+      durationMs: end - start,
+      status: a.category ? 'failed' : 'outcome',
+      ...(a.reward !== undefined ? { outcome: { reward: a.reward } } : {}),
+      ...(a.category
+        ? {
+            failure: {
+              category: a.category as AttemptFailure['category'],
+              type: a.type!,
+              message: a.message ?? '',
+              unclassified: a.category === 'unclassified',
+              retryable: a.category === 'transient_infra',
+              error: { name: a.type!, message: a.message ?? '' },
+              ...(a.category === 'cancelled' ? { stoppedBy: 'deadline' as const } : {}),
+            },
+          }
+        : {}),
+      sandboxes: { created: made, removed: made, notRemoved: [] },
+    };
+  });
+  const chosen = spec.chosenAttempt !== undefined ? attempts[spec.chosenAttempt - 1] : undefined;
+  const status = spec.status === 'rewarded' || spec.status === 'task_failed' ? 'scored' : spec.status;
+  const failure = spec.status === 'task_failed' ? chosen?.failure : spec.status === 'rewarded' ? undefined : attempts.at(-1)?.failure;
+  return {
+    taskId: spec.taskId,
+    status,
+    ...(spec.chosenAttempt !== undefined ? { chosenAttempt: spec.chosenAttempt } : {}),
+    ...(chosen?.outcome ? { outcome: chosen.outcome } : {}),
+    ...(failure ? { failure } : {}),
+    ...(spec.notRunReason ? { notRunReason: spec.notRunReason } : {}),
+    attempts,
+  };
+}
+
+/** The fixture's report, as core's buildRunReport makes it from those records (never worked out by hand). */
+export const FIXTURE_REPORT: RunReport = buildRunReport(TASKS.map(taskRecord), { durationMs: 95_000 });
 
 /** The job, with task ids (and optionally messages) rewritten, e.g. into hostile text. */
 export function fixtureJob(options: { rename?: (taskId: string) => string; message?: (message: string) => string } = {}): JobData {
