@@ -61,6 +61,8 @@ export class Harness {
   readonly scale: number;
   readonly caseIds: string[] = [];
   readonly skipped: Array<{ id: string; reason: string }> = [];
+  /** Cases that ran without one of their checks (its need unmet): said in the summary, never silent. */
+  readonly partial: Array<{ id: string; reason: string }> = [];
   /** Every error a case expected and received, for the taxonomy checks at the end. */
   readonly errors: BerthError[] = [];
   #backend: Backend | undefined;
@@ -105,6 +107,18 @@ export class Harness {
   /** A duration scaled by timeoutScale. */
   ms(base: number): number {
     return Math.round(base * this.scale);
+  }
+
+  /**
+   * This session's labelled resources still there, or undefined where the options give no way to
+   * list them: the case then runs without its leftover check, and the suite's summary says so.
+   */
+  async leftovers(caseId: string): Promise<string[] | undefined> {
+    const list = this.options.faults?.listLeftovers;
+    if (list) return list();
+    if (!this.partial.some((p) => p.id === caseId))
+      this.partial.push({ id: caseId, reason: 'nothing left behind not checked: needs options.faults.listLeftovers' });
+    return undefined;
   }
 
   has(need: CaseNeed): boolean {

@@ -68,10 +68,13 @@ export function describeBackendConformance(options: ConformanceOptions): void {
       const unknown = Object.keys(CASE_REQUIREMENTS).filter((id) => !h.caseIds.includes(id));
       if (unknown.length > 0) throw new Error(`CASE_REQUIREMENTS names case(s) the suite does not have: ${unknown.join(', ')}`);
       // The output says what this backend did not run and why, whatever the reporter shows of skipped tests.
-      if (h.skipped.length > 0) {
+      if (h.skipped.length > 0 || h.partial.length > 0) {
         const lines = h.skipped.map((s) => `  [${s.id}] ${s.reason}`);
+        const partial = h.partial.map((s) => `  [${s.id}] ${s.reason}`);
         console.info(
-          `berth conformance ${options.name}: ${h.caseIds.length - h.skipped.length} of ${h.caseIds.length} cases ran; skipped:\n${lines.join('\n')}`,
+          `berth conformance ${options.name}: ${h.caseIds.length - h.skipped.length} of ${h.caseIds.length} cases ran` +
+            (lines.length > 0 ? `; skipped:\n${lines.join('\n')}` : '') +
+            (partial.length > 0 ? `\nran without a check:\n${partial.join('\n')}` : ''),
         );
       }
       const failures = await h.releaseAll();

@@ -111,8 +111,8 @@ export function lifecycleCases(h: Harness): void {
         const thrown = holder.env;
         expect(thrown?.phase).toBe('stopped');
 
-        if (h.options.faults?.listLeftovers) {
-          const left = await h.options.faults.listLeftovers();
+        const left = await h.leftovers('lifecycle.async-dispose');
+        if (left) {
           expect(left).not.toContain(kept.id);
           if (thrown) expect(left).not.toContain(thrown.id);
         }
@@ -152,7 +152,7 @@ export function lifecycleCases(h: Harness): void {
           ['env.HUGE', { image, env: { HUGE: 'x'.repeat(200 * 1024) } }],
           ['env', { image, env: Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`V${i}`, 'y'.repeat(100 * 1024)])) }],
         ];
-        const before = h.options.faults?.listLeftovers ? await h.options.faults.listLeftovers() : [];
+        const before = await h.leftovers('lifecycle.invalid-spec');
         for (const [field, input] of bad) {
           const spec = input as EnvironmentSpecInput;
           // environment() validates synchronously: a throw here has done no I/O.
@@ -168,9 +168,7 @@ export function lifecycleCases(h: Harness): void {
           expect(error.category).toBe('permanent_infra');
           expect(error.retryable).toBe(false);
         }
-        if (h.options.faults?.listLeftovers) {
-          expect(await h.options.faults.listLeftovers()).toEqual(before);
-        }
+        if (before) expect(await h.leftovers('lifecycle.invalid-spec')).toEqual(before);
       },
     });
 
@@ -268,7 +266,8 @@ export function lifecycleCases(h: Harness): void {
           }
           expect(env.phase).toBe('stopped');
           await h.expectBerthError(env.exec('true'));
-          if (h.options.faults?.listLeftovers) expect(await h.options.faults.listLeftovers()).not.toContain(env.id);
+          const left = await h.leftovers('lifecycle.teardown-during-start');
+          if (left) expect(left).not.toContain(env.id);
           await h.release(env);
         }
       },
