@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
+import { execInFlight } from '@berth/conformance';
 import {
   BackendUnavailableError,
   BerthError,
@@ -154,11 +155,11 @@ describe('docker error mapping', () => {
     const lost: string[] = [];
     env.events.on('lost', (reason) => lost.push(reason));
     const t0 = Date.now();
-    // Handle the rejection from the start: it may come while the removal below is awaited.
-    const running = failure(env.exec('sleep 60'));
-    await new Promise((r) => setTimeout(r, 300));
+    // Removed once the command surely runs (its marker arrived), not after a guessed pause.
+    const { started: inFlight, result } = execInFlight(env, 'sleep 60');
+    await inFlight;
     await docker.getContainer(env.id).remove({ force: true });
-    const error = await running;
+    const error = await failure(result);
     expect(SandboxLostError.isInstance(error)).toBe(true);
     expect(Date.now() - t0).toBeLessThan(10_000);
     expect(env.phase).toBe('lost');

@@ -1,6 +1,7 @@
 // Failures made the way they happen on a cluster, against the test cluster: a taint nobody
 // tolerates, a pull Secret the kubelet could not read, an eviction, the container killed through the runtime, a pod past its lifetime.
 import { afterAll, describe, expect, it } from 'vitest';
+import { execInFlight } from '@berth/conformance';
 import { SandboxLostError, StartupTimeoutError, TaskFailure, classifyFailure, type Environment } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { ADMIN_KUBECONFIG, BERTH_KUBECONFIG, FAULT_TAINT, NAMESPACE, TOLERATE_FAULT, adminApi, ctr, run } from './support/cluster.js';
@@ -106,8 +107,8 @@ describe('k8s faults on a real cluster', () => {
 
   it('an eviction through the eviction API during an exec: SandboxLostError within seconds', async () => {
     const env = await started();
-    const running = env.exec('sleep 60');
-    await new Promise((r) => setTimeout(r, 300));
+    const { started: inFlight, result: running } = execInFlight(env, 'sleep 60');
+    await inFlight;
     const t0 = Date.now();
     await adminApi().createNamespacedPodEviction({
       name: env.id,
@@ -150,8 +151,8 @@ describe('k8s faults on a real cluster', () => {
 
   it('the container killed through the runtime during an exec: SandboxLostError within seconds', async () => {
     const env = await started();
-    const running = env.exec('sleep 60');
-    await new Promise((r) => setTimeout(r, 500));
+    const { started: inFlight, result: running } = execInFlight(env, 'sleep 60');
+    await inFlight;
     const t0 = Date.now();
     await ctr('tasks', 'kill', '-s', 'SIGKILL', await containerId(env));
     const error = await failure(running);

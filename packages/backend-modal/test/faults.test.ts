@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { execInFlight } from '@berth/conformance';
 import { BackendAuthError, ImagePullError, SandboxLostError, classifyFailure, type Environment } from '@berth/core';
 import { createModalBackend, type ModalBackendOptions } from '@berth/backend-modal';
 import { ModalSimulator } from './sim/index.js';
@@ -67,8 +68,8 @@ describe('Modal faults through the simulator', () => {
 
   it('an eviction mid-exec (MEMORY_MANAGER_EVICTION): SandboxLostError', async () => {
     const env = await started();
-    const running = env.exec('sleep 30');
-    await new Promise((r) => setTimeout(r, 500));
+    const { started: inFlight, result: running } = execInFlight(env, 'sleep 30');
+    await inFlight;
     await sim.faults.evict(await sandboxOf(env));
     const error = await failure(running);
     expect(SandboxLostError.isInstance(error), String(error)).toBe(true);

@@ -1,4 +1,5 @@
 export { describeBackendConformance } from './suite.js';
 export type { CaseNeed, ConformanceFaults, ConformanceImages, ConformanceOptions, ReachableListener } from './options.js';
 export { listenForTokens } from './listener.js';
+export { execInFlight } from './in-flight.js';
 export { CASE_REQUIREMENTS, POOLED_SKIP, POOL_CASES, capabilityGap, skippedCases, skippedCasesTable } from './requirements.js';

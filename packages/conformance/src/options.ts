@@ -5,6 +5,8 @@ export interface ConformanceFaults {
   /**
    * Make the sandbox die from outside (e.g. `docker kill`, delete the pod, terminate the sandbox),
    * found by its id (a pooled sandbox killed while idle has no Environment in the case's hands).
+   * Resolves once the engine itself says the sandbox is no longer running (the container stopped,
+   * the pod gone), so a case never has to guess how long the engine takes to notice.
    */
   kill?: (env: Pick<Environment, 'id'>) => Promise<void>;
   /** Remove a cached image so that the next start really pulls it. Must not fail if it is absent. */

@@ -46,6 +46,20 @@ export async function sleepersWithMarker(env: Environment, marker: number): Prom
   return r.stdout.split('\n').filter((line) => line.trim().length > 0);
 }
 
+/**
+ * Poll until at least `count` processes with the marker run, or `withinMs` passes; returns what was
+ * seen. A case shows the probe finding the live processes before it trusts "none left".
+ */
+export async function waitForSleepers(env: Environment, marker: number, count: number, withinMs: number): Promise<string[]> {
+  const deadline = Date.now() + withinMs;
+  let seen = await sleepersWithMarker(env, marker);
+  while (seen.length < count && Date.now() < deadline) {
+    await sleep(50);
+    seen = await sleepersWithMarker(env, marker);
+  }
+  return seen;
+}
+
 /** Poll until no process with the marker is left, or `withinMs` passes; returns what survived. */
 export async function waitForNoSleepers(env: Environment, marker: number, withinMs: number): Promise<string[]> {
   const deadline = Date.now() + withinMs;

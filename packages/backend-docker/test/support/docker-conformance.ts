@@ -31,7 +31,10 @@ export const dockerConformance: ConformanceOptions = {
   faults: {
     // The container is named after the environment id.
     kill: async (env) => {
-      await docker.getContainer(env.id).kill();
+      const container = docker.getContainer(env.id);
+      await container.kill();
+      // Until the engine says it stopped (the contract of faults.kill).
+      await container.wait({ condition: 'not-running' });
     },
     forgetImage: async (ref) => {
       try {

@@ -45,6 +45,18 @@ export function k8sConformance(probe: Pick<ReachableListener, 'host' | 'port'>):
       // Deleted from outside, as an eviction or an operator would.
       kill: async (env) => {
         await adminApi().deleteNamespacedPod({ name: env.id, namespace: NAMESPACE, gracePeriodSeconds: 0 });
+        // Until the API server says the pod is gone (the contract of faults.kill).
+        for (let i = 0; i < 300; i++) {
+          const gone = await adminApi()
+            .readNamespacedPod({ name: env.id, namespace: NAMESPACE })
+            .then(
+              () => false,
+              (error: { code?: number }) => error.code === 404,
+            );
+          if (gone) return;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        throw new Error(`pod ${env.id} was still there 30 s after its deletion`);
       },
       forgetImage: async (ref) => {
         await ctr('images', 'rm', ref).catch(() => undefined);

@@ -34,11 +34,15 @@ export function modalConformance(sim: ModalSimulator, backends: Array<{ close():
     faults: {
       // The container killed under Modal, as a worker failure would.
       kill: async (env) => {
-        for (const c of await containers([`modal.tag.berth.environment=${env.id}`]))
+        const label = [`modal.tag.berth.environment=${env.id}`];
+        for (const c of await containers(label))
           await docker
             .getContainer(c.Id)
             .kill()
             .catch(() => undefined);
+        // Until the simulator has ended the sandbox (the contract of faults.kill): it removes the
+        // container when it does, and only then reports the sandbox finished.
+        for (let i = 0; i < 300 && (await containers(label)).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
       },
       listLeftovers: async () =>
         (await containers([`modal.tag.berth.session=${SESSION_ID}`, `modal.tag.berth.owner-pid=${process.pid}`])).map(

@@ -1,7 +1,7 @@
 import { ConfigError, type Environment } from '@berth/core';
 import { describe, expect } from 'vitest';
 import type { Harness } from '../harness.js';
-import { waitForNoSleepers } from '../remote.js';
+import { waitForNoSleepers, waitForSleepers } from '../remote.js';
 
 /**
  * Commands given a pseudo-terminal (opts.tty), on backends claiming the tty capability. A backend
@@ -58,12 +58,16 @@ export function execTtyCases(h: Harness): void {
       title: 'a tty command past its timeoutMs is killed with its whole process tree, and the exec returns timedOut',
       run: async () => {
         const marker = 7501;
+        const timeoutMs = h.ms(3_000);
         const started = Date.now();
-        const r = await env().exec(`sh -c 'trap "" TERM HUP; sleep ${marker}1' & sleep ${marker}2; echo never`, { tty: true, timeoutMs: 500 });
+        const running = env().exec(`sh -c 'trap "" TERM HUP; sleep ${marker}1' & sleep ${marker}2; echo never`, { tty: true, timeoutMs });
+        // The probe sees the live tree first: one that matched nothing would pass below.
+        expect((await waitForSleepers(env(), marker, 2, timeoutMs - 200)).length).toBeGreaterThanOrEqual(2);
+        const r = await running;
         expect(r.timedOut).toBe(true);
         expect(r.exitCode).not.toBe(0);
         expect(r.stdout).not.toContain('never');
-        expect(Date.now() - started).toBeLessThan(h.ms(5_000));
+        expect(Date.now() - started).toBeLessThan(timeoutMs + h.ms(5_000));
         expect(await waitForNoSleepers(env(), marker, h.ms(1_000))).toEqual([]);
         expect((await env().exec(['echo', 'alive'], { tty: true })).stdout).toBe('alive\r\n');
       },

@@ -1,7 +1,7 @@
 import { CancelledError, ConfigError, type Environment } from '@berth/core';
 import { describe, expect } from 'vitest';
 import { uniqueName, type Harness } from '../harness.js';
-import { waitForNoSleepers } from '../remote.js';
+import { waitForNoSleepers, waitForSleepers } from '../remote.js';
 
 const MiB = 1024 * 1024;
 
@@ -286,14 +286,18 @@ export function execCases(h: Harness): void {
       title: 'timeoutMs kills the whole process tree, even children that ignore SIGTERM',
       run: async () => {
         const marker = 7301;
+        const timeoutMs = h.ms(3_000);
         const started = Date.now();
-        const r = await env().exec(`sh -c 'trap "" TERM; sleep ${marker}1' & sleep ${marker}2; echo never`, { timeoutMs: 500 });
+        const running = env().exec(`sh -c 'trap "" TERM; sleep ${marker}1' & sleep ${marker}2; echo never`, { timeoutMs });
+        // The probe sees the live tree first (both sleepers): one that matched nothing would pass below.
+        expect((await waitForSleepers(env(), marker, 2, timeoutMs - 200)).length).toBeGreaterThanOrEqual(2);
+        const r = await running;
         const elapsed = Date.now() - started;
         expect(r.timedOut).toBe(true);
         expect(r.exitCode).not.toBe(0);
         expect(r.stdout).not.toContain('never');
-        expect(elapsed).toBeLessThan(h.ms(5_000));
-        expect(r.durationMs).toBeGreaterThanOrEqual(450);
+        expect(elapsed).toBeLessThan(timeoutMs + h.ms(5_000));
+        expect(r.durationMs).toBeGreaterThanOrEqual(timeoutMs - 50);
         expect(await waitForNoSleepers(env(), marker, h.ms(1_000))).toEqual([]);
         // The sandbox itself survived.
         expect((await env().exec(['echo', 'alive'])).stdout).toBe('alive\n');
@@ -317,12 +321,13 @@ export function execCases(h: Harness): void {
       run: async () => {
         const marker = 7401;
         const controller = new AbortController();
+        const running = env().exec(`sh -c 'trap "" TERM; sleep ${marker}1' & sleep ${marker}2`, { signal: controller.signal });
+        running.catch(() => undefined);
+        // The probe sees the live tree first; then the caller gives up.
+        expect((await waitForSleepers(env(), marker, 2, h.ms(5_000))).length).toBeGreaterThanOrEqual(2);
         const started = Date.now();
-        setTimeout(() => controller.abort(new Error('caller gave up')), 300);
-        const error = await h.expectBerthError(
-          env().exec(`sh -c 'trap "" TERM; sleep ${marker}1' & sleep ${marker}2`, { signal: controller.signal }),
-          CancelledError,
-        );
+        controller.abort(new Error('caller gave up'));
+        const error = await h.expectBerthError(running, CancelledError);
         expect(Date.now() - started).toBeLessThan(h.ms(5_000));
         expect(error.category).toBe('cancelled');
         expect(error.retryable).toBe(false);

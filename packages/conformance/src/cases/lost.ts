@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import { SandboxLostError, TransferError, classifyFailure, type Environment } from '@berth/core';
+import { execInFlight } from '../in-flight.js';
 import { describe, expect } from 'vitest';
 import type { Harness } from '../harness.js';
 
@@ -41,11 +42,8 @@ export function lostCases(h: Harness): void {
       needs: ['faults.kill'],
       run: async () => {
         await h.withEnv({}, async (env) => {
-          let signalStarted!: () => void;
-          const started = new Promise<void>((resolve) => (signalStarted = resolve));
-          const pending = env.exec('echo started; sleep 30; echo finished', { onStdout: () => signalStarted() });
-          pending.catch(() => undefined);
-          await Promise.race([started, pending]);
+          const { started, result: pending } = execInFlight(env, 'sleep 30; echo finished');
+          await started;
           const killedAt = Date.now();
           await kill(env);
           const error = await h.expectBerthError(pending, SandboxLostError);

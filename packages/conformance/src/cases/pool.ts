@@ -1,5 +1,5 @@
 import { CancelledError, ImagePullError, TaskFailure, type Backend, type EnvironmentPool } from '@berth/core';
-import { describe, expect } from 'vitest';
+import { describe, expect, vi } from 'vitest';
 import { sleep, type Harness } from '../harness.js';
 
 /**
@@ -55,9 +55,8 @@ export function poolCases(h: Harness): void {
           pool.events.on('ready', (id) => ready.push(id));
           await pool.fill();
           const victim = ready[0]!;
+          // Resolves once the engine says the victim no longer runs (faults.kill's contract).
           await h.options.faults!.kill!({ id: victim });
-          // The kill is the engine's to report: give its status a moment to say so.
-          await sleep(h.ms(2_000));
           const removed: string[] = [];
           pool.events.on('removed', (id, reason) => reason === 'dead' && removed.push(id));
           const first = h.track(await pool.claim());
@@ -65,6 +64,8 @@ export function poolCases(h: Harness): void {
           expect([first.id, second.id]).not.toContain(victim);
           for (const env of [first, second]) expect((await env.exec('echo alive')).stdout).toBe('alive\n');
           expect(pool.stats.dead).toBe(1);
+          // The claim found it dead and removed it: said by the pool's own event, for that sandbox.
+          await vi.waitFor(() => expect(removed).toEqual([victim]), { timeout: h.ms(30_000) });
           await h.release(first);
           await h.release(second);
         });
