@@ -106,7 +106,7 @@ export {
 export { runTrials } from './trials/run-trials.js';
 /** Typed event channels: `createEvents<RunEvents>()` for runTrials' `events`; Environment.events is one too. */
 export { createEvents, type EventMap, type TypedEvents } from './events.js';
-export { VirtualClock, systemClock } from './trials/clock.js';
+export { VirtualClock, systemClock } from './time/clock.js';
 export { DEFAULT_VALIDITY, buildRunReport } from './trials/report.js';
 export { RunMismatchError, type RunIdentity } from './trials/run-identity.js';
 export { setAside } from './set-aside.js';

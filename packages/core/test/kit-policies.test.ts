@@ -10,7 +10,7 @@ import { notPresentNeverPull, pullFailure, pullReason } from '../src/kit/pull-fa
 import { Sweep, isOrphan } from '../src/kit/sweep-rule.js';
 import { LABEL_CREATED, LABEL_OWNER_HOST, LABEL_OWNER_PID } from '../src/labels.js';
 import { parseEnvironmentSpec } from '../src/spec.js';
-import { VirtualClock } from '../src/trials/clock.js';
+import { VirtualClock } from '../src/time/clock.js';
 
 describe('pull failure wording', () => {
   it.each([

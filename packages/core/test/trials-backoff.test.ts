@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BACKOFF_DEFAULTS, resolveBackoff, retryDelayMs, type Backoff } from '../src/trials/backoff.js';
+import { BACKOFF_DEFAULTS, resolveBackoff, retryDelayMs, type Backoff } from '../src/time/backoff.js';
 
 const noJitter: Backoff = { initialMs: 100, maxMs: 60_000, multiplier: 2, jitter: 0 };
 const fixed = (value: number) => () => value;

@@ -1,7 +1,7 @@
 import { BerthError } from '../errors.js';
-import { retryDelayMs } from '../trials/backoff.js';
-import { systemClock } from '../trials/clock.js';
-import type { Clock } from '../trials/types.js';
+import { retryDelayMs } from '../time/backoff.js';
+import { systemClock } from '../time/clock.js';
+import type { Clock } from '../time/clock.js';
 
 /** How an idempotent API call is retried: a few quick tries, the server's Retry-After honoured up to a cap. */
 export interface ApiRetryPolicy {

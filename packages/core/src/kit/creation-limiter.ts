@@ -1,7 +1,7 @@
 import { raceAbort } from '../abort.js';
 import { ConfigError } from '../errors.js';
-import { systemClock } from '../trials/clock.js';
-import type { Clock } from '../trials/types.js';
+import { systemClock } from '../time/clock.js';
+import type { Clock } from '../time/clock.js';
 
 /** How fast one backend instance may create sandboxes. Unset fields mean no limit. */
 export interface CreationLimits {

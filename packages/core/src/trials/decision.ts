@@ -1,5 +1,5 @@
 import type { ClassifiedFailure } from '../classify.js';
-import { retryDelayMs, type Backoff } from './backoff.js';
+import { retryDelayMs, type Backoff } from '../time/backoff.js';
 import type { StopReason } from './task-state.js';
 import type { AttemptRecord, JsonValue, RunTrialsOptions, TaskRecord, TaskStatus } from './types.js';
 

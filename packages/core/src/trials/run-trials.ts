@@ -1,7 +1,7 @@
 import { createEvents } from '../events.js';
 import { ConfigError } from '../errors.js';
-import { resolveBackoff } from './backoff.js';
-import { systemClock } from './clock.js';
+import { resolveBackoff } from '../time/backoff.js';
+import { systemClock } from '../time/clock.js';
 import { defaultRetryOn } from './decision.js';
 import { RunJournal } from './journal.js';
 import { buildRunReport } from './report.js';

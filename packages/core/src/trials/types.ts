@@ -1,3 +1,5 @@
+import type { BackoffOptions } from '../time/backoff.js';
+import type { Clock } from '../time/clock.js';
 import type { RunIdentity } from './run-identity.js';
 import type { Environment } from '../contract.js';
 import type { TypedEvents } from '../events.js';
@@ -209,24 +211,6 @@ export interface OutagePauseOptions {
   maxMs?: number;
 }
 
-export interface BackoffOptions {
-  /** First retry delay. Default 1000 ms. */
-  initialMs?: number;
-  /** Cap on any delay. Default 60,000 ms. */
-  maxMs?: number;
-  /** Growth per retry. Default 2. */
-  multiplier?: number;
-  /** Fraction of the delay randomised away (0 = none, 1 = full jitter). Default 0.5. */
-  jitter?: number;
-}
-
-/** Time, injectable so tests are deterministic. */
-export interface Clock {
-  now(): number;
-  /** Resolves after ms, or rejects with the signal's reason when it aborts. */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
-}
-
 export interface RunTrialsOptions<T> {
   /** A stable id per task; default: the task itself if a string, else its `id` or `name`. */
   taskId?: (task: T) => string;
@@ -273,3 +257,5 @@ export interface RunTrialsOptions<T> {
   /** A source of randomness in [0, 1) for jitter. Default Math.random. */
   random?: () => number;
 }
+
+export type { BackoffOptions, Clock };

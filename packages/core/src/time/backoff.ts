@@ -1,4 +1,13 @@
-import type { BackoffOptions } from './types.js';
+export interface BackoffOptions {
+  /** First retry delay. Default 1000 ms. */
+  initialMs?: number;
+  /** Cap on any delay. Default 60,000 ms. */
+  maxMs?: number;
+  /** Growth per retry. Default 2. */
+  multiplier?: number;
+  /** Fraction of the delay randomised away (0 = none, 1 = full jitter). Default 0.5. */
+  jitter?: number;
+}
 
 /** Backoff options with every default filled in. */
 export type Backoff = Required<BackoffOptions>;

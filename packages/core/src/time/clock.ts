@@ -1,5 +1,12 @@
+// Time, for the kit (API retries, creation limits) and the trial runner alike: one place both import.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Clock } from './types.js';
+
+/** Time, injectable so tests are deterministic. */
+export interface Clock {
+  now(): number;
+  /** Resolves after ms, or rejects with the signal's reason when it aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
 
 function abortError(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('The operation was aborted', 'AbortError');
