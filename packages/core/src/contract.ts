@@ -96,6 +96,17 @@ export interface BuildProgress {
   step?: string;
 }
 
+/** The detail of a 'stopped' phase whose teardown found nothing to remove. */
+export const NEVER_CREATED = 'nothing to remove: the sandbox was never created';
+
+/** What a pooled sandbox's start reported before its claim (pull and build progress), in order, for the claimer to replay. */
+export type StartupEvent = { name: 'pull'; progress: PullProgress } | { name: 'build'; progress: BuildProgress };
+
+/** A sandbox a pool handed out: an Environment, with what its start said before anyone was listening. */
+export interface ClaimedEnvironment extends Environment {
+  readonly startup: readonly StartupEvent[];
+}
+
 export interface EnvironmentEvents {
   /** The phase changed; 'stopped' comes with a detail when teardown found nothing to remove. */
   phase: (phase: EnvironmentPhase, detail?: string) => void;
@@ -334,7 +345,7 @@ export interface EnvironmentPool extends AsyncDisposable {
    * or the next to start. Rejects with the start's own error when the start meant for it fails,
    * with CancelledError on `signal` or when the pool is closed while it waits.
    */
-  claim(opts?: { signal?: AbortSignal }): Promise<Environment>;
+  claim(opts?: { signal?: AbortSignal }): Promise<ClaimedEnvironment>;
   /** Resolves once `size` sandboxes are idle; rejects with a start's error if one fails meanwhile. */
   fill(opts?: { signal?: AbortSignal }): Promise<void>;
   /** Rejects waiting claims, removes every sandbox the pool holds (waiting for starts in flight). Idempotent. */

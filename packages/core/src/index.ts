@@ -13,6 +13,8 @@ export {
   type EnvironmentEvents,
   type EnvironmentPhase,
   type EnvironmentPool,
+  type ClaimedEnvironment,
+  type StartupEvent,
   type ExecOptions,
   type ExecResult,
   type ExecStdin,

@@ -10,11 +10,13 @@ import type {
   ExecResult,
   NetworkMode,
   Snapshot,
+  StartupEvent,
   TeardownResult,
   TransferOptions,
   TransferStats,
 } from '../contract.js';
 import { BackendUnavailableError, BerthError, CancelledError, ConfigError, StartupTimeoutError, type Operation } from '../errors.js';
+import { NEVER_CREATED } from '../contract.js';
 import { LABEL_SNAPSHOT_OF, sandboxLabels } from '../labels.js';
 import { DEFAULT_BUILD_TIMEOUT_MS } from '../build-spec.js';
 import { DEFAULT_STARTUP_MS, isBuiltImage, type EnvironmentSpec } from '../spec.js';
@@ -27,7 +29,7 @@ import { LOSS_SETTLE_MS, SandboxHealth } from './sandbox-health.js';
 import { SandboxRemoval } from './sandbox-removal.js';
 import { Transfers, type TransferMode } from './transfers.js';
 import { launchAsUser } from './user-launcher.js';
-import { StartupLog, type StartupEvent } from './startup-log.js';
+import { StartupLog } from './startup-log.js';
 import { takeSnapshot } from './take-snapshot.js';
 import type { SandboxTransport, StartProgress } from './transport.js';
 
@@ -67,7 +69,7 @@ export interface SandboxEnvironmentOptions {
  */
 const UNKNOWN_EXIT_SETTLE_MS = 5000;
 /** The 'stopped' phase's detail when teardown had nothing to remove. */
-export const NEVER_CREATED = 'nothing to remove: the sandbox was never created';
+export { NEVER_CREATED } from '../contract.js';
 
 /**
  * A full `Environment` over a backend's `SandboxTransport`: the lifecycle (phases, a startup
@@ -272,8 +274,8 @@ export class SandboxEnvironment implements Environment {
     }
   }
 
-  /** A pooled sandbox's start as its events told it before the claim (phases, pull and build progress), for the claimer to replay. */
-  get startupEvents(): readonly StartupEvent[] {
+  /** A pooled sandbox's start as its events told it before the claim (pull and build progress), for the claimer to replay. */
+  get startup(): readonly StartupEvent[] {
     return this.#startup?.events ?? [];
   }
 

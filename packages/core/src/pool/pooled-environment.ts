@@ -13,9 +13,10 @@ import type {
   TransferOptions,
   TransferStats,
 } from '../contract.js';
+import { NEVER_CREATED } from '../contract.js';
 import { ConfigError, type Operation } from '../errors.js';
 import { createEvents } from '../events.js';
-import { NEVER_CREATED, SandboxEnvironment } from '../kit/environment.js';
+
 import type { EnvironmentSpec } from '../spec.js';
 
 const FORWARDED = ['phase', 'pull', 'build', 'lost'] as const;
@@ -73,8 +74,9 @@ export class PooledEnvironment implements Environment {
           throw this.#tornDown('start');
         }
         const emit = this.events.emit.bind(this.events) as (name: string, ...args: unknown[]) => boolean;
-        // What the sandbox's start reported before this claim (its pull, its build), then 'running'.
-        if (inner instanceof SandboxEnvironment) for (const [name, args] of inner.startupEvents) if (name !== 'phase') emit(name, ...args);
+        // What the sandbox's start reported before this claim (its pull, its build), then 'running':
+        // every pool says it (ClaimedEnvironment.startup), whichever backend made it.
+        for (const event of inner.startup) emit(event.name, event.progress);
         this.#inner = inner;
         for (const name of FORWARDED) inner.events.on(name, (...args: unknown[]) => emit(name, ...args));
         this.events.emit('phase', 'running');
