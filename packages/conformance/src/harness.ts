@@ -3,7 +3,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BerthError, pooled, type Backend, type Environment, type EnvironmentSpecInput, type PooledBackend } from '@berth/core';
-import type { CapabilityHints } from '@berth/core/backend-kit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { CaseNeed, ConformanceOptions } from './options.js';
 import { capabilityGap } from './requirements.js';
@@ -286,7 +285,7 @@ export class Harness {
       return;
     }
     const missing = (def.needs ?? []).filter((need) => !this.has(need));
-    const backend = this.backend() as Backend & { hints?: CapabilityHints };
+    const backend = this.backend();
     const unsupported = missing.length === 0 ? (capabilityGap(def.id, backend.capabilities, backend.hints) ?? def.unsupported?.()) : undefined;
     if (missing.length > 0 || unsupported !== undefined) {
       const reason = unsupported ?? `needs ${missing.join(', ')}`;

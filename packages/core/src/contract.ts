@@ -256,6 +256,27 @@ export interface SweepReport {
   wouldRemove?: string[];
 }
 
+/** What to tell a user of this backend instead, per capability it lacks (e.g. 'use a bind mount of an extracted copy'). */
+export type CapabilityHints = Partial<
+  Record<
+    | 'gpus'
+    | 'gpuTypes'
+    | 'network'
+    | 'networkSwitch'
+    | 'execUser'
+    | 'tty'
+    | 'resources.cpus'
+    | 'resources.memory'
+    | 'resources.storage'
+    | 'mounts.image'
+    | 'mounts.bind'
+    | 'imageBuild'
+    | 'imageAuth'
+    | 'snapshot',
+    string
+  >
+>;
+
 export interface Backend {
   readonly specificationVersion: typeof SPECIFICATION_VERSION;
   readonly name: string;
@@ -267,6 +288,8 @@ export interface Backend {
    */
   readonly target: string;
   readonly capabilities: Capabilities;
+  /** What to do instead, per capability this backend lacks: the words its CapabilityErrors use, for tools and docs. */
+  readonly hints: CapabilityHints;
   /** Validates the spec (ConfigError / CapabilityError); does no I/O. */
   environment(spec: EnvironmentSpecInput): Environment;
   /** environment(spec) then start(); on failure the half-made sandbox is removed before rejecting. */

@@ -14,6 +14,7 @@ export {
   type EnvironmentPhase,
   type EnvironmentPool,
   type ClaimedEnvironment,
+  type CapabilityHints,
   type StartupEvent,
   type ExecOptions,
   type ExecResult,

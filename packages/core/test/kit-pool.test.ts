@@ -56,6 +56,7 @@ function backend(engine: Engine) {
   const def: BackendDefinition = {
     name: 'local',
     capabilities: CAPABILITIES,
+    hints: { snapshot: 'snapshot elsewhere' },
     options: {},
     transfers: 'exec',
     target: () => 'this machine',
@@ -240,6 +241,8 @@ describe('pooled(backend)', () => {
   it("environment().start() claims from one pool per spec; the id is the claimed sandbox's; close removes what the pools hold", async () => {
     const engine = new Engine();
     const b = pooled(backend(engine), { size: 2 });
+    // What to do instead of a missing capability survives the wrapping (the CLI and conformance read it).
+    expect(b.hints).toEqual({ snapshot: 'snapshot elsewhere' });
     const env = b.environment(SPEC);
     const provisional = env.id;
     const phases: string[] = [];

@@ -58,7 +58,7 @@ function poolSize(value: string): number {
 }
 
 /** --snapshot-setup on a backend that cannot snapshot, or with nothing to run: said with the flag, before any task. */
-function refuseSnapshotSetup(backend: Backend & { hints?: Record<string, string> }, command: string): void {
+function refuseSnapshotSetup(backend: Backend, command: string): void {
   if (command.trim() === '') throw new UsageError('--snapshot-setup: give the shell command that sets a task up, e.g. --snapshot-setup "pip install my-agent"');
   if (backend.capabilities.snapshot) return;
   const hint = backend.hints?.snapshot;

@@ -1,27 +1,8 @@
-import type { Capabilities, ExecOptions } from '../contract.js';
+import type { Capabilities, CapabilityHints, ExecOptions } from '../contract.js';
+
+export type { CapabilityHints };
 import { CapabilityError, type Operation } from '../errors.js';
 import { isBuiltImage, type EnvironmentSpec } from '../spec.js';
-
-/** What to tell a user of this backend instead, per capability it lacks (e.g. 'use a bind mount of an extracted copy'). */
-export type CapabilityHints = Partial<
-  Record<
-    | 'gpus'
-    | 'gpuTypes'
-    | 'network'
-    | 'networkSwitch'
-    | 'execUser'
-    | 'tty'
-    | 'resources.cpus'
-    | 'resources.memory'
-    | 'resources.storage'
-    | 'mounts.image'
-    | 'mounts.bind'
-    | 'imageBuild'
-    | 'imageAuth'
-    | 'snapshot',
-    string
-  >
->;
 
 /**
  * For backends whose exec has no user (the execUser capability false): a command asked to run as

@@ -67,8 +67,8 @@ export interface BackendDefinition {
   guardian?(): GuardianTarget;
 }
 
-/** A backend made from a definition, with its hints (for docs); `extra` adds the backend's own methods (close(), ...). */
-export type DefinedBackend<Extra extends object = object> = Backend & { readonly hints: CapabilityHints } & Extra;
+/** A backend made from a definition; `extra` adds the backend's own methods (close(), ...). */
+export type DefinedBackend<Extra extends object = object> = Backend & Extra;
 
 /** The one way to make a Backend: see BackendDefinition. */
 export function defineBackend<Extra extends object = object>(def: BackendDefinition, extra?: Extra): DefinedBackend<Extra> {
@@ -149,7 +149,7 @@ export function defineBackend<Extra extends object = object>(def: BackendDefinit
     return run.report;
   };
 
-  const backend: Backend & { readonly hints: CapabilityHints } = {
+  const backend: Backend = {
     specificationVersion: SPECIFICATION_VERSION,
     name: def.name,
     capabilities: def.capabilities,

@@ -67,6 +67,7 @@ export function pooled(backend: Backend, opts: PoolOptions): PooledBackend {
     specificationVersion: backend.specificationVersion,
     name: backend.name,
     capabilities: backend.capabilities,
+    hints: backend.hints,
     get target() {
       return backend.target;
     },
