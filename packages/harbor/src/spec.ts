@@ -91,7 +91,7 @@ export function buildSpec(
       operation: 'config',
       backend: backend.name,
       capability: 'networkSwitch',
-      message: `task ${task.id} runs with network ${environment}, its agent with ${agent} and its verifier with ${verifier}; the ${backend.name} backend cannot switch a sandbox's network between phases, and running a phase on another network would change the task. Use a backend that can (docker), or one network_mode for the whole task`,
+      message: `task ${task.id} runs with network ${environment}, its agent with ${agent} and its verifier with ${verifier}; the ${backend.name} backend cannot switch a sandbox's network between phases, and running a phase on another network would change the task. Use a backend that can (berth's Docker, Kubernetes and Modal backends all do), or one network_mode for the whole task`,
     });
   }
   const phases = [task.users, ...(task.steps ?? []).map((step) => step.users)].flatMap((users) => Object.entries(users));
@@ -101,7 +101,7 @@ export function buildSpec(
       operation: 'config',
       backend: backend.name,
       capability: 'execUser',
-      message: `task ${task.id} runs its ${users.map(([phase, user]) => `${phase} as user "${user}"`).join(' and its ')}; the ${backend.name} backend cannot run a command as another user. Use a backend that can (docker), or an image whose default user is the one the task needs`,
+      message: `task ${task.id} runs its ${users.map(([phase, user]) => `${phase} as user "${user}"`).join(' and its ')}; the ${backend.name} backend cannot run a command as another user. Use a backend that can (berth's Docker, Kubernetes and Modal backends all do), or an image whose default user is the one the task needs`,
     });
   }
   const sandbox = {
