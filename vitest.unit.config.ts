@@ -1,10 +1,11 @@
-// Tests that need no engine and no cluster, without the global setup's checks: quick runs while
-// developing (`npx vitest run --config vitest.unit.config.ts <file>`). `npm test` runs them too.
-// test/packaging packs the built packages: run `npm run build` before it.
+// The pure unit tests: `*.unit.test.ts`, which need no engine, no cluster, no simulator and no
+// network (they pass with DOCKER_HOST and KUBECONFIG pointing nowhere). Quick runs while developing:
+// `npx vitest run --config vitest.unit.config.ts`. Every other test needs the real parts that
+// test/setup/setup.sh starts; `npm test` runs them all.
 import { defineConfig } from 'vitest/config';
 import { alias } from './vitest.config.js';
 
 export default defineConfig({
   resolve: { alias },
-  test: { include: ['packages/*/test/**/*.test.ts', 'test/packaging/**/*.test.ts'], testTimeout: 60_000 },
+  test: { include: ['packages/*/test/**/*.unit.test.ts', 'test/**/*.unit.test.ts'], testTimeout: 60_000 },
 });

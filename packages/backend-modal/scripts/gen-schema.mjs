@@ -2,7 +2,7 @@
 // Writes src/wire/schema-data.ts from src/wire/fields.json: the same entries in the same order, as a
 // TypeScript constant (so nothing reads files at run time and the value types keep their literals).
 // Run `npm run gen:schema -w @berth/backend-modal` after editing fields.json;
-// test/schema-generated.test.ts fails while the two disagree.
+// test/schema-generated.unit.test.ts fails while the two disagree.
 //
 // Plain .mjs with no dependencies: Node 20 cannot run TypeScript directly, and a test imports
 // renderSchema() to compare its output with the file in the repository.
@@ -13,7 +13,7 @@ export const FIELDS_JSON = fileURLToPath(new URL('../src/wire/fields.json', impo
 export const SCHEMA_DATA = fileURLToPath(new URL('../src/wire/schema-data.ts', import.meta.url));
 
 const HEADER = `// GENERATED from fields.json by scripts/gen-schema.mjs: do not edit. To change the schema, edit
-// fields.json and run \`npm run gen:schema -w @berth/backend-modal\`; test/schema-generated.test.ts
+// fields.json and run \`npm run gen:schema -w @berth/backend-modal\`; test/schema-generated.unit.test.ts
 // fails while this file and fields.json disagree.
 //
 // The parts of Modal's protobuf API the backend speaks, as a .ts constant so nothing reads files at

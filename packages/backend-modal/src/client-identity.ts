@@ -2,14 +2,14 @@
 // control-plane call, and a user-agent naming berth on every call. Modal's server decides by the
 // client version whether to serve a client, warn it (x-modal-warning) or refuse it
 // (FAILED_PRECONDITION), so the version berth sends is the one whose protocol it speaks: that of
-// the Python SDK its fields.json is checked against (test/sdk-descriptors.test.ts). The README's
+// the Python SDK its fields.json is checked against (test/sdk-descriptors.unit.test.ts). The README's
 // "Client identity" section gives the reasons for the defaults.
 import { ConfigError, type BerthErrorOptions } from '@berth/core';
 import { BACKEND } from './credentials.js';
 import type { ModalBackendOptions } from './options.js';
 import { CLIENT_TYPE_NAMES, clientTypeNumber } from './wire/index.js';
 
-/** The version of Modal's Python SDK whose protocol berth follows (test/sdk-descriptors.test.ts checks fields.json against its descriptors). */
+/** The version of Modal's Python SDK whose protocol berth follows (test/sdk-descriptors.unit.test.ts checks fields.json against its descriptors). */
 export const MODAL_SDK_VERSION = '1.6.4';
 /** CLIENT_TYPE_CLIENT: what Modal's Python SDK sends outside Modal's containers. */
 export const DEFAULT_CLIENT_TYPE = 'CLIENT_TYPE_CLIENT';

@@ -42,7 +42,7 @@ beforeAll(async () => {
     await mkdir(join(work, name, 'tests'), { recursive: true });
     await writeFile(join(work, name, 'tests', 'test.sh'), '#!/bin/sh\n');
     await addStepInstructions(join(work, name));
-    // Tasks harbor itself would not run (compose, no image) are corpus.test.ts's business; multi-step ones get their step instructions.
+    // Tasks harbor itself would not run (compose, no image) are corpus.unit.test.ts's business; multi-step ones get their step instructions.
     const task = await loadHarborTask(join(work, name), { hostEnv: host }).catch(() => undefined);
     if (task) tasks.push(task);
   }

@@ -4,7 +4,7 @@
 // `exec(env=...)`: secret_sources, never env (modal/secret.py). The path the SDK takes is the one
 // Modal's router serves every day; a field only older clients set may be served less carefully, or
 // retired first. Both forms are checked byte for byte against encodings not made by berth's codec
-// (test/exec-start.test.ts: the SDK's own serialization, and protoc's).
+// (test/exec-start.unit.test.ts: the SDK's own serialization, and protoc's).
 import type { MessageValue } from './schema.js';
 
 /** Which field carries an exec's environment. */

@@ -3,7 +3,7 @@
 //
 // undici 7.30's request() API and its new handler API lose HTTP/2 trailers: both pass Node's
 // trailers object to a parser that expects HTTP/1's flat array, so grpc-status never arrives
-// (test/grpc-transport.test.ts shows it). Its dispatch() with a handler of the original shape
+// (test/grpc-transport.unit.test.ts shows it). Its dispatch() with a handler of the original shape
 // (onHeaders/onData/onComplete) receives them intact, so that is what this module uses.
 import { Client, type Dispatcher } from 'undici';
 import { linkSignals } from '@berth/core';

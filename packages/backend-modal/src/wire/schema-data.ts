@@ -1,5 +1,5 @@
 // GENERATED from fields.json by scripts/gen-schema.mjs: do not edit. To change the schema, edit
-// fields.json and run `npm run gen:schema -w @berth/backend-modal`; test/schema-generated.test.ts
+// fields.json and run `npm run gen:schema -w @berth/backend-modal`; test/schema-generated.unit.test.ts
 // fails while this file and fields.json disagree.
 //
 // The parts of Modal's protobuf API the backend speaks, as a .ts constant so nothing reads files at
