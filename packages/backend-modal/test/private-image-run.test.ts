@@ -1,5 +1,5 @@
-// Seed 004, replayed against the simulator: a run whose tasks use a private image. Without a
-// secret, every task ends as one permanent, clearly named ImagePullError (no retries, no
+// A run whose tasks use a private image, on the Modal simulator (field report 004 in ../shared/seeds/).
+// Without a secret, every task ends as one permanent, clearly named ImagePullError (no retries, no
 // "failed to add tests directory"), and preflight says so before the run. With the secret, every
 // task scores.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

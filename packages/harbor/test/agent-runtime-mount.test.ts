@@ -1,6 +1,6 @@
-// Seed 001 on the local engine: an agent runtime that the older task image lacks, mounted from its
-// own (private) image into the task's sandbox, read-only, the way a cluster run mounts it; the
-// agent runs from the mount and the task scores as it would there.
+// An agent runtime the older task image lacks, mounted from its own (private) image into the task's
+// sandbox, read-only, the way a cluster run mounts it; the agent runs from the mount and the task
+// scores as it would there (field report 001 in ../shared/seeds/, on the local engine).
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import Docker from 'dockerode';
