@@ -37,7 +37,7 @@ function run(auth: ImageAuth | undefined) {
   );
 }
 
-describe('seed 004 on the Modal simulator', () => {
+describe('a run of tasks on a private image, on the Modal simulator', () => {
   it('without a secret: preflight fails on the image, and every task is one permanent ImagePullError naming it, never retried', async () => {
     const preflight = await backend.preflight({ image: PRIVATE });
     expect(preflight.ok).toBe(false);

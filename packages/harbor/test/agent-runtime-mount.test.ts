@@ -15,7 +15,7 @@ const MOUNT = '/opt/custom-agent-runtime/oh-sdk';
 const dirs: string[] = [];
 afterAll(() => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
 
-describe('seed 001: an agent runtime mounted into an older task image, on Docker', () => {
+describe('an agent runtime mounted into an older task image, on Docker', () => {
   it('the agent runs from the runtime image mounted read-only; the task scores 1', { timeout: 120_000 }, async () => {
     await new Docker()
       .getImage(RUNTIME)
