@@ -15,11 +15,10 @@ import { BACKEND } from './credentials.js';
 import { planImage, snapshotPlan } from './image.js';
 import { planDockerfile } from './dockerfile-build.js';
 import { mapModalError } from './modal-errors.js';
-import { OPTION_NAMES, type ModalBackendOptions } from './options.js';
+import { OPTION_NAMES, type ModalBackendOptions, type ModalGuardianConfig } from './options.js';
 import { ModalSandbox, modalDefaultLifetimeMs, type SandboxImage } from './sandbox.js';
 import { sandboxApiOption } from './sandbox-api.js';
 import { ModalShared } from './shared.js';
-import type { ModalGuardianConfig } from './guardian.js';
 import { CAPABILITIES, HINTS, RENAMED, DEFAULT_CREATION } from './capabilities.js';
 
 /** The Modal backend; `close()` ends its HTTP/2 connections (an idle one would keep the process up). */

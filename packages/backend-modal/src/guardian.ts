@@ -2,19 +2,7 @@
 // rebuilt from the credentials this process resolved (sent over the guardian's pipe), so its sweep
 // terminates a dead process's sandboxes.
 import { createModalBackend, type ModalBackend } from './backend.js';
-import type { ClientType } from './wire/index.js';
-
-export interface ModalGuardianConfig {
-  tokenId: string;
-  tokenSecret: string;
-  serverUrl: string;
-  ca?: string;
-  appName?: string;
-  environmentName?: string;
-  clientVersion?: string;
-  clientType?: ClientType;
-  sandboxApi?: 'v1' | 'v2';
-}
+import type { ModalGuardianConfig } from './options.js';
 
 export function guardianBackend(config: ModalGuardianConfig): ModalBackend {
   // Only these: no ~/.modal.toml or MODAL_* lookup may change where the guardian goes.

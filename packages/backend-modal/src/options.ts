@@ -73,3 +73,16 @@ export const OPTION_NAMES = optionNames<ModalBackendOptions>()(
   'sandboxApi',
   'snapshotLifetimeMs',
 );
+
+/** What the guardian process is given to rebuild this backend (the credentials this process resolved). */
+export interface ModalGuardianConfig {
+  tokenId: string;
+  tokenSecret: string;
+  serverUrl: string;
+  ca?: string;
+  appName?: string;
+  environmentName?: string;
+  clientVersion?: string;
+  clientType?: ClientType;
+  sandboxApi?: 'v1' | 'v2';
+}

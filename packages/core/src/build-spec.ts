@@ -1,7 +1,13 @@
 import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
-import type { BuildProgress } from './contract.js';
-import type { ImageAuth } from './spec.js';
+import type { ImageAuth } from './image-auth.js';
+
+/** A line of an image build's log; `step` is the Dockerfile step it belongs to, when known. */
+export interface BuildProgress {
+  context: string;
+  line: string;
+  step?: string;
+}
 
 /** How long a build may take when `timeoutMs` is not given: harbor's build_timeout_sec default. */
 export const DEFAULT_BUILD_TIMEOUT_MS = 10 * 60_000;

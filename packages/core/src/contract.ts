@@ -1,5 +1,8 @@
 import type { TypedEvents } from './events.js';
+import type { BuildProgress } from './build-spec.js';
 import type { EnvironmentSpec, EnvironmentSpecInput, ImageAuth } from './spec.js';
+
+export type { BuildProgress };
 
 export const SPECIFICATION_VERSION = 'berth-backend-v1' as const;
 
@@ -87,13 +90,6 @@ export interface PullProgress {
   layer?: string;
   current?: number;
   total?: number;
-}
-
-/** A line of an image build's log; `step` is the Dockerfile step it belongs to, when known. */
-export interface BuildProgress {
-  context: string;
-  line: string;
-  step?: string;
 }
 
 /** The detail of a 'stopped' phase whose teardown found nothing to remove. */

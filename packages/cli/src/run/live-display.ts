@@ -2,7 +2,7 @@ import type { Writable } from 'node:stream';
 import type { AttemptFailure, RunProgress, TaskRecord } from '@berth/core';
 import { formatDuration } from '../duration.js';
 import { clip, describeFailure } from './settled-line.js';
-import type { RunDisplay } from './run-display.js';
+import type { RunDisplay } from './display.js';
 
 const RECENT_FAILURES = 5;
 const REDRAW_MS = 250;

@@ -2,7 +2,7 @@ import type { Writable } from 'node:stream';
 import type { AttemptFailure, RunProgress, TaskRecord } from '@berth/core';
 import { formatDuration } from '../duration.js';
 import { describeFailure, settledLine } from './settled-line.js';
-import type { RunDisplay } from './run-display.js';
+import type { RunDisplay } from './display.js';
 
 /** Off a terminal (CI, a pipe, a log file): one line per settled task and per retry, nothing redrawn. */
 export class PlainDisplay implements RunDisplay {
