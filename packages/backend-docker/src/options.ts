@@ -1,4 +1,11 @@
-import { optionNames, type CommonBackendOptions, type PullCredentialSources, type PullPolicyOption, type TransferMode } from '@berth/core/backend-kit';
+import {
+  COMMON_OPTION_NAMES,
+  optionNames,
+  type CommonBackendOptions,
+  type PullCredentialSources,
+  type PullPolicyOption,
+  type TransferMode,
+} from '@berth/core/backend-kit';
 
 /**
  * The common options (mirrors; creation, default no limit: the local engine copes; labels and
@@ -26,12 +33,7 @@ export interface DockerBackendOptions extends CommonBackendOptions, PullCredenti
 /** Every option of createDockerBackend by name (unknown ones are refused); defaultLifetimeMs is refused by its own message. */
 export const OPTION_NAMES: readonly string[] = [
   ...optionNames<DockerBackendOptions>()(
-    'mirrors',
-    'creation',
-    'labels',
-    'namePrefix',
-    'dockerConfigEnv',
-    'guardian',
+    ...COMMON_OPTION_NAMES,
     'registrySecrets',
     'ecrLogin',
     'pullPolicy',

@@ -3,6 +3,7 @@ import type { EnvironmentSpec, ImageBuilder } from '@berth/core';
 import { ConfigError } from '@berth/core';
 import {
   checkOptionNames,
+  COMMON_OPTION_NAMES,
   optionNames,
   type CommonBackendOptions,
   type CreationLimits,
@@ -94,12 +95,7 @@ export interface K8sBackendOptions extends CommonBackendOptions, PullCredentialS
 
 /** Every option of createK8sBackend by name: any other is refused. */
 export const OPTION_NAMES = optionNames<K8sBackendOptions>()(
-  'mirrors',
-  'creation',
-  'labels',
-  'namePrefix',
-  'dockerConfigEnv',
-  'guardian',
+  ...COMMON_OPTION_NAMES,
   'registrySecrets',
   'ecrLogin',
   'pullPolicy',

@@ -1,4 +1,4 @@
-import { optionNames, type CommonBackendOptions, type DefaultLifetimeOption, type ProbeRegistriesOption } from '@berth/core/backend-kit';
+import { COMMON_OPTION_NAMES, optionNames, type CommonBackendOptions, type DefaultLifetimeOption, type ProbeRegistriesOption } from '@berth/core/backend-kit';
 import type { ClientType } from './wire/index.js';
 
 /**
@@ -52,12 +52,7 @@ export const DEFAULT_SNAPSHOT_LIFETIME_MS = 7 * 24 * 3600_000;
 
 /** Every option of createModalBackend by name: any other is refused. */
 export const OPTION_NAMES = optionNames<ModalBackendOptions>()(
-  'mirrors',
-  'creation',
-  'labels',
-  'namePrefix',
-  'dockerConfigEnv',
-  'guardian',
+  ...COMMON_OPTION_NAMES,
   'probeRegistries',
   'defaultLifetimeMs',
   'tokenId',

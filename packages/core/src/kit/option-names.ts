@@ -78,5 +78,5 @@ export function checkOptionNames(
 export function optionNames<T extends object>() {
   return <const K extends readonly (keyof T & string)[]>(
     ...names: K & ([Exclude<keyof T, K[number]>] extends [never] ? unknown : { missing: Exclude<keyof T, K[number]> })
-  ): readonly string[] => names;
+  ): K => names;
 }
