@@ -3,20 +3,25 @@
 type PodEvent = { reason?: string; message?: string; count?: number };
 
 /**
- * The kubelet could not read a pull Secret berth made for this pod, so it pulled without it. The
- * Secret exists (it is made before the pod and kept until the pod is gone): the kubelet's cache of
- * a newly named Secret may take longer than its one-second wait to fill on a busy node. Its next
- * pull (after a back-off of about 10 s) reads it; failing now would end the task on a credential
- * that is fine.
+ * The pull Secrets (of `names`) the kubelet said it could not read, so it pulled without them. A
+ * Secret that exists (berth's, made before the pod; or a named one just made) may still be
+ * missing from the kubelet's cache: filling it for a newly named Secret can take longer than its
+ * one-second wait on a busy node. Its next pull (after a back-off of about 10 s) reads it; failing
+ * now would end the task on a credential that is fine.
  */
-export function secretUnread(events: readonly PodEvent[], ours: readonly string[]): boolean {
-  return events.some((e) => e.reason === 'FailedToRetrieveImagePullSecret' && ours.some((name) => e.message?.includes(name)));
+export function unreadSecrets(events: readonly PodEvent[], names: readonly string[]): string[] {
+  return names.filter((name) => events.some((e) => e.reason === 'FailedToRetrieveImagePullSecret' && mentions(e.message, name)));
 }
 
-/** secretUnread at every failed pull (the kubelet reports each under one event, counted). */
+/** The kubelet lists the Secrets it missed in parentheses, comma-separated: match a whole name. */
+function mentions(message: string | undefined, name: string): boolean {
+  return new RegExp(`[(,\\s]${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[),\\s]`).test(message ?? '');
+}
+
+/** Those Secrets unread at every failed pull (the kubelet reports each under one event, counted). */
 export function everyPullWithoutSecret(events: readonly PodEvent[], ours: readonly string[]): boolean {
   const count = (match: (e: { reason?: string; message?: string }) => boolean) => events.filter(match).reduce((n, e) => n + (e.count ?? 1), 0);
-  const unread = count((e) => e.reason === 'FailedToRetrieveImagePullSecret' && ours.some((name) => e.message?.includes(name)));
+  const unread = count((e) => e.reason === 'FailedToRetrieveImagePullSecret' && ours.some((name) => mentions(e.message, name)));
   return unread > 0 && unread >= count((e) => e.reason === 'Failed' && /failed to pull/i.test(e.message ?? ''));
 }
 

@@ -120,3 +120,17 @@ export class PullSecrets {
 function keyOf(name: string): string {
   return name.slice('berth-pull-'.length, name.lastIndexOf('-'));
 }
+
+/** Which of the namespace's pull secrets a pod names do not exist (a typo, or never made). */
+export async function missingSecrets(cluster: Cluster, names: readonly string[]): Promise<string[]> {
+  const missing: string[] = [];
+  for (const name of names) {
+    try {
+      await idempotent(() => cluster.core.readNamespacedSecret({ name, namespace: cluster.namespace }));
+    } catch (error) {
+      if (statusOf(error) !== 404) throw error;
+      missing.push(name);
+    }
+  }
+  return missing;
+}

@@ -27,7 +27,8 @@ import type { K8sBackendOptions } from './options.js';
 import { podLifetime, podManifest } from './pod-manifest.js';
 import type { PodNetwork } from './pod-network.js';
 import { acquirePullSecrets, manifestMounts, withMain, type PodImages } from './pod-images.js';
-import { everyPullWithoutSecret, pullMessage, secretUnread } from './pull-events.js';
+import { everyPullWithoutSecret, pullMessage, unreadSecrets } from './pull-events.js';
+import { missingSecrets } from './pull-secrets.js';
 import { podEvents, podReport } from './pod-report.js';
 import { watchPod } from './pod-watch.js';
 import { liveState, startState, type StartState } from './pod-status.js';
@@ -57,6 +58,8 @@ export class K8sSandbox implements SandboxTransport {
   #started: { uid: string; restarts: number } | undefined;
   /** The Secrets made from credentials for this pod, released at removal. */
   #secrets: string[] = [];
+  /** The pull secrets the kubelet said it could not read at the first failed pull (waited for once). */
+  #unread: string[] = [];
   #hadCredentials = false;
   /** A create still running (settles, never rejects): it may yet make a pod naming #secrets. */
   #creating: Promise<void> | undefined;
@@ -180,7 +183,7 @@ export class K8sSandbox implements SandboxTransport {
 
   /** Watch the pod until it runs, or fail fast with the class its status says. */
   async #waitRunning(ctx: CreateContext): Promise<void> {
-    // Until then a failed pull is the kubelet's, not the registry's answer (see secretUnread).
+    // Until then a failed pull is the kubelet's, not the registry's answer (see unreadSecrets).
     let patientUntil = 0;
     for (;;) {
       let outcome;
@@ -207,14 +210,40 @@ export class K8sSandbox implements SandboxTransport {
       if ('gone' in outcome) throw new SandboxLostError({ ...this.#ctx('start'), message: `pod ${this.#id} was deleted while starting`, lastState: 'deleted' });
       const { pod, state } = outcome.decided;
       if (state.kind === 'pull_failed' && patientUntil === 0) {
-        const events = await podEvents(this.#cluster, this.#id);
-        if (secretUnread(events, this.#secrets)) {
+        const unread = unreadSecrets(await podEvents(this.#cluster, this.#id), [...this.#images.pullSecrets, ...this.#secrets]);
+        if (unread.length > 0) {
+          await this.#refuseMissing(unread.filter((name) => !this.#secrets.includes(name)));
+          this.#unread = unread;
           patientUntil = Date.now() + SECRET_LAG_MS;
           continue;
         }
       }
       return this.#decide(pod, state);
     }
+  }
+
+  /**
+   * A pull secret the pod names that does not exist: the kubelet will never read it, so waiting
+   * for its next pull is pointless and "unauthorized" would blame the registry. Named ones only
+   * (berth's own exist until the pod is gone).
+   */
+  async #refuseMissing(named: readonly string[]): Promise<void> {
+    const missing = await missingSecrets(this.#cluster, named).catch((error: unknown) => {
+      throw mapApiError(error, this.#ctx('start')) ?? error;
+    });
+    if (missing.length === 0) return;
+    const image = this.#spec.image;
+    const mainNames = typeof image === 'object' && 'ref' in image && image.auth && 'secretName' in image.auth ? image.auth.secretName : undefined;
+    const path = this.#options.imagePullSecrets?.includes(missing[0]!)
+      ? 'options.imagePullSecrets'
+      : mainNames === missing[0]
+        ? 'spec.image.auth.secretName'
+        : 'spec.mounts';
+    throw new ConfigError({
+      ...this.#ctx('start'),
+      path,
+      message: `the pull secret${missing.length > 1 ? 's' : ''} ${missing.map((n) => `"${n}"`).join(', ')} ${missing.length > 1 ? 'do' : 'does'} not exist in namespace ${this.#cluster.namespace}: create it (kubectl create secret docker-registry ...) or name one that exists`,
+    });
   }
 
   /** What a start ends with, once the pod's status has decided it. */
@@ -226,13 +255,13 @@ export class K8sSandbox implements SandboxTransport {
       case 'pull_failed': {
         const events = await podEvents(this.#cluster, this.#id);
         const failing = this.#images.mounts.find((m) => m.image.canonical === state.image)?.image ?? this.#images.main?.image;
-        if (everyPullWithoutSecret(events, this.#secrets)) {
+        if (everyPullWithoutSecret(events, this.#unread)) {
           // Still without the Secret after the wait: the kubelet's trouble, not the credential's; a new pod may fare better.
           throw new ImagePullError({
             ...this.#ctx('pull'),
             image: failing?.original ?? '?',
             reason: 'transient',
-            message: `pulling ${failing?.original ?? '?'} failed: the kubelet could not read berth's pull Secret (${this.#secrets.join(', ')}) for ${SECRET_LAG_MS / 1000} s and pulled without it: ${pullMessage(events, state.message)}`,
+            message: `pulling ${failing?.original ?? '?'} failed: the kubelet could not read the pull Secret (${this.#unread.join(', ')}) for ${SECRET_LAG_MS / 1000} s and pulled without it: ${pullMessage(events, state.message)}`,
             cause: podReport(this.#id, pod, events),
           });
         }

@@ -1,6 +1,6 @@
 // Reading the kubelet's events about a failed pull: did it pull without berth's pull Secret?
 import { describe, expect, it } from 'vitest';
-import { everyPullWithoutSecret, pullMessage, secretUnread } from '../src/pull-events.js';
+import { everyPullWithoutSecret, pullMessage, unreadSecrets } from '../src/pull-events.js';
 
 const unread = (count: number, name = 'berth-pull-abc-1') => ({
   reason: 'FailedToRetrieveImagePullSecret',
@@ -11,10 +11,15 @@ const failed = (count: number) => ({ reason: 'Failed', message: 'Failed to pull 
 const errImagePull = { reason: 'Failed', message: 'Error: ErrImagePull', count: 3 };
 
 describe('pull events', () => {
-  it("a pull without one of berth's Secrets is seen; someone else's Secret is not berth's trouble", () => {
-    expect(secretUnread([unread(1), failed(1)], ['berth-pull-abc-1'])).toBe(true);
-    expect(secretUnread([unread(1, 'their-secret'), failed(1)], ['berth-pull-abc-1'])).toBe(false);
-    expect(secretUnread([failed(1)], ['berth-pull-abc-1'])).toBe(false);
+  it('the Secrets the kubelet could not read, among those the pod names', () => {
+    expect(unreadSecrets([unread(1), failed(1)], ['berth-pull-abc-1'])).toEqual(['berth-pull-abc-1']);
+    expect(unreadSecrets([unread(1, 'their-secret'), failed(1)], ['berth-pull-abc-1'])).toEqual([]);
+    expect(unreadSecrets([failed(1)], ['berth-pull-abc-1'])).toEqual([]);
+    // Whole names only, from the kubelet's list of several.
+    expect(unreadSecrets([unread(1, 'a-reg, berth-pull-abc-1')], ['berth-pull-abc', 'a-reg', 'berth-pull-abc-1', 'reg'])).toEqual([
+      'a-reg',
+      'berth-pull-abc-1',
+    ]);
   });
 
   it('every failed pull without the Secret: the kubelet; a later pull with it that failed too: the credential', () => {

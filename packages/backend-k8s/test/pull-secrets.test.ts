@@ -2,7 +2,7 @@
 // backend instance, gone after the last pod; { secretName } uses the namespace's own; sweep removes
 // what a dead process left.
 import { afterAll, describe, expect, it } from 'vitest';
-import { ImagePullError, SESSION_ID, serializeError, type Environment } from '@berth/core';
+import { ConfigError, ImagePullError, SESSION_ID, serializeError, type Environment } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { BERTH_KUBECONFIG, NAMESPACE, adminApi, ctr, ensurePullSecret, TOLERATE_FAULT } from './support/cluster.js';
 
@@ -53,6 +53,29 @@ describe('k8s pull secrets', () => {
     const chain = serializeError(error);
     expect(chain.cause).toMatchObject({ name: 'PodState' });
     expect(chain.cause?.message).toMatch(/phase Pending; main: waiting (ErrImagePull|ImagePullBackOff).*events: .*Failed to pull image/);
+  });
+
+  it('a named pull secret that does not exist is a ConfigError naming it and where it was named, not "unauthorized"', async () => {
+    const backend = createK8sBackend({ kubeconfig: { file: BERTH_KUBECONFIG }, tolerations: TOLERATE_FAULT, pullPolicy: 'always' });
+    const fromSpec = await backend.start({ image: { ref: PRIVATE, auth: { secretName: 'no-such-secret' } }, network: 'public' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(ConfigError.isInstance(fromSpec) && [fromSpec.path, fromSpec.message]).toEqual([
+      'spec.image.auth.secretName',
+      expect.stringContaining(`"no-such-secret" does not exist in namespace ${NAMESPACE}`),
+    ]);
+    const fromOptions = createK8sBackend({
+      kubeconfig: { file: BERTH_KUBECONFIG },
+      tolerations: TOLERATE_FAULT,
+      pullPolicy: 'always',
+      imagePullSecrets: ['gone-secret'],
+    });
+    const error = await fromOptions.start({ image: PRIVATE, network: 'public' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(ConfigError.isInstance(error) && error.path).toBe('options.imagePullSecrets');
   });
 
   it('sweep removes a pull secret whose process is gone, and leaves live ones; a dry run only lists what it would remove', async () => {
