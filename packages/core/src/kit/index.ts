@@ -48,6 +48,7 @@ export {
   type PullCredentialSources,
   type RegistrySecret,
 } from './registry-auth.js';
+export { resolvePull, type BackendIdentity, type PullPolicy, type PullSources, type ResolvePullContext, type ResolvedPull } from './resolve-pull.js';
 export { BUILD_REPOSITORY, baseImages, buildTag, hashBuildContext, packBuildContext, readDockerfile } from './build-context.js';
 export { buildFailure, buildTimedOut, logTail, type BuildFailureContext } from './build-failure.js';
 export { probeImage, type ProbeResult } from './registry-probe.js';
