@@ -2,9 +2,10 @@
 // 429 then success, 5xx, 403, dropped and expired watches, exec sockets cut mid-command.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BackendAuthError, BackendUnavailableError, classifyFailure, type Environment } from '@berth/core';
+import { API_RETRY_DEFAULTS } from '@berth/core/backend-kit';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { ApiProxy } from './support/api-proxy.js';
-import { NAMESPACE, TOLERATE_FAULT, adminApi } from './support/cluster.js';
+import { NAMESPACE, TOLERATE_FAULT } from './support/cluster.js';
 
 const SPEC = { image: 'berth-test/busybox:latest', network: 'public' as const };
 let proxy: ApiProxy;
@@ -54,10 +55,23 @@ describe('k8s API faults through a loopback proxy', () => {
 
   it('500s on reads are retried; a 500 that persists is a transient BackendUnavailableError', async () => {
     const env = await started();
+    // The pod read whose answer the caller sees: after a command exits non-zero, the kit asks the
+    // pod (inspect) whether it is still the one started. A read that failed would fail the exec.
     const reads = new RegExp(`/pods/${env.id}$`);
-    proxy.fail({ method: 'GET', path: reads, status: 500, times: 2 });
-    await env.teardown();
-    await expect(adminApi().readNamespacedPod({ name: env.id, namespace: NAMESPACE })).rejects.toMatchObject({ code: 404 });
+    const answered = () => proxy.seen.filter((r) => r.method === 'GET' && reads.test(r.path) && !r.faulted).length;
+    const before = answered();
+    const twice = proxy.fail({ method: 'GET', path: reads, status: 500, times: 2 });
+    await expect(env.exec('exit 3')).resolves.toMatchObject({ exitCode: 3 });
+    expect(twice.hits).toBe(2);
+    expect(answered() - before).toBe(1);
+
+    // Every try answered 500: the exec's outcome cannot be known, and says so as a transient error.
+    const always = proxy.fail({ method: 'GET', path: reads, status: 500 });
+    const persisted = await failure(env.exec('exit 3'));
+    expect(BackendUnavailableError.isInstance(persisted), String(persisted)).toBe(true);
+    expect(classifyFailure(persisted)).toMatchObject({ category: 'transient_infra', retryable: true });
+    expect(always.hits).toBe(API_RETRY_DEFAULTS.attempts);
+    proxy.clearFaults();
 
     proxy.fail({ method: 'POST', path: podsPath, status: 503 });
     const error = await failure(backend().start(SPEC));

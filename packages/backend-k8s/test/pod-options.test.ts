@@ -16,7 +16,12 @@ describe('k8s options on the pod', () => {
       mirrors: [{ from: 'registry.invalid/library/', to: 'docker.io/berth-test/' }],
       labels: { team: 'evals', 'berth.managed': 'overridden?' },
       annotations: { 'example.com/run': 'r1' },
-      patchPod: (pod) => ({ ...pod, metadata: { ...pod.metadata, annotations: { ...pod.metadata?.annotations, patched: 'yes' } } }),
+      // berth sets terminationGracePeriodSeconds 0 (Kubernetes' default is 30): a 7 on the pod is the patch's word over berth's.
+      patchPod: (pod) => ({
+        ...pod,
+        metadata: { ...pod.metadata, annotations: { ...pod.metadata?.annotations, patched: 'yes' } },
+        spec: { ...pod.spec!, terminationGracePeriodSeconds: 7 },
+      }),
     });
     const env = await backend.start({
       image: 'registry.invalid/library/busybox:latest',
@@ -37,6 +42,7 @@ describe('k8s options on the pod', () => {
     expect(pod.spec?.activeDeadlineSeconds).toBe(600);
     expect(pod.spec?.restartPolicy).toBe('Never');
     expect(pod.spec?.automountServiceAccountToken).toBe(false);
+    expect(pod.spec?.terminationGracePeriodSeconds).toBe(7);
     await expect(env.exec('echo $GREETING; pwd')).resolves.toMatchObject({ stdout: 'hello\n/tmp\n' });
   });
 

@@ -28,6 +28,12 @@ describe('k8s pull secrets', () => {
     const secret = await adminApi().readNamespacedSecret({ name: made[0]!, namespace: NAMESPACE });
     expect(secret.type).toBe('kubernetes.io/dockerconfigjson');
     expect(secret.metadata?.labels).toMatchObject({ 'berth.managed': 'true', 'berth.owner-pid': String(process.pid) });
+    // The password only base64-encoded in data: nowhere else in the object, not even in data's raw text.
+    expect(JSON.stringify({ ...secret, data: undefined })).not.toContain(AUTH.password);
+    expect(JSON.stringify(secret.data)).not.toContain(AUTH.password);
+    expect(Object.keys(secret.data ?? {})).toEqual(['.dockerconfigjson']);
+    const config = JSON.parse(Buffer.from(secret.data!['.dockerconfigjson']!, 'base64').toString('utf8')) as { auths: Record<string, { auth?: string }> };
+    expect(config.auths['127.0.0.1:5000']?.auth).toBe(Buffer.from(`${AUTH.username}:${AUTH.password}`).toString('base64'));
     for (const env of trio) expect((await env.exec('echo ok')).stdout).toBe('ok\n');
     await trio[0]!.teardown();
     await trio[1]!.teardown();
