@@ -1,13 +1,13 @@
 import Docker from 'dockerode';
-import { BerthError, ConfigError, isBuiltImage, mirrorImage, type EnvironmentSpec } from '@berth/core';
+import { BerthError, ConfigError, isBuiltImage, type EnvironmentSpec } from '@berth/core';
 import {
   LABEL_MANAGED,
   LABEL_SNAPSHOT_OF,
   LABEL_SESSION,
-  checkPullAuth,
   defineBackend,
   preflightFailure,
   checkFactoryOptions,
+  resolvePull,
   type DefinedBackend,
   type ManagedResource,
 } from '@berth/core/backend-kit';
@@ -17,7 +17,8 @@ import { DockerImageBuilder } from './build.js';
 import { checkBuild, checkGpus, checkImage } from './preflight.js';
 import { GpuSupport } from './gpu.js';
 import { imageMountsOf, LABEL_IMAGE_MOUNT } from './image-mounts.js';
-import { BACKEND, DockerSandbox, type DockerImageSource } from './sandbox.js';
+import { DockerSandbox, type DockerImageSource } from './sandbox.js';
+import { BACKEND, IDENTITY } from './identity.js';
 import { CAPABILITIES, HINTS, RENAMED } from './capabilities.js';
 
 /** The Docker backend, as `createDockerBackend` makes it. */
@@ -44,7 +45,7 @@ function refuseDefaultLifetime(options: DockerBackendOptions): void {
     backend: BACKEND,
     path: 'options.defaultLifetimeMs',
     message:
-      "createDockerBackend has no defaultLifetimeMs: Docker has no lifetime of its own for a container, so nothing on the engine's side would end it. " +
+      `${IDENTITY.factory} has no defaultLifetimeMs: Docker has no lifetime of its own for a container, so nothing on the engine's side would end it. ` +
       "A dead process's containers are removed by the guardian; what a machine that died whole left, by `berth sweep` (backend.sweep()). " +
       "For a limit on one sandbox, set the spec's timeouts.lifetimeMs: the container's own main process ends it then, berth's machine gone or not",
   });
@@ -52,7 +53,7 @@ function refuseDefaultLifetime(options: DockerBackendOptions): void {
 
 /** The Docker backend. Does no I/O until an environment is started or preflight/sweep runs. */
 export function createDockerBackend(options: DockerBackendOptions = {}): DockerBackend {
-  checkFactoryOptions(options, { known: OPTION_NAMES, renamed: RENAMED, backend: BACKEND, factory: 'createDockerBackend' });
+  checkFactoryOptions(options, { known: OPTION_NAMES, renamed: RENAMED, ...IDENTITY });
   refuseDefaultLifetime(options);
   let client: Docker | undefined;
   const docker = (): Docker => {
@@ -69,9 +70,7 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
   const imageSource = (spec: EnvironmentSpec): DockerImageSource => {
     const image = spec.image;
     if (isBuiltImage(image)) return { kind: 'build', build: image.build, builder: (builder ??= new DockerImageBuilder(docker(), options)) };
-    checkPullAuth(image.auth, options, { backend: BACKEND, operation: 'config', factory: 'createDockerBackend' });
-    const pull = mirrorImage(image.ref, image.auth, options.mirrors ?? []);
-    return { kind: 'pull', image: pull.image, ...(pull.auth ? { auth: pull.auth } : {}) };
+    return { kind: 'pull', ...resolvePull(image, options, { ...IDENTITY, operation: 'config' }) };
   };
 
   const removalFailure = (error: unknown): string | undefined => {
@@ -111,7 +110,7 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
       const mountChecks = [];
       for (const mount of imageMountsOf(spec, options)) mountChecks.push(await checkImage(docker(), options, mount));
       if (isBuiltImage(image)) return [...gpuChecks, ...(await checkBuild(docker(), options, image.build)), ...mountChecks];
-      return [...gpuChecks, await checkImage(docker(), options, mirrorImage(image.ref, image.auth, options.mirrors ?? [])), ...mountChecks];
+      return [...gpuChecks, await checkImage(docker(), options, resolvePull(image, options, { ...IDENTITY, operation: 'config' })), ...mountChecks];
     },
     async listManaged({ session }) {
       const labels = [`${LABEL_MANAGED}=true`, ...(session ? [`${LABEL_SESSION}=${session}`] : [])];

@@ -17,6 +17,7 @@ import {
 import { CREDENTIALS_HINT, dockerMessage, mapDaemonError, type ErrorContext } from './docker-errors.js';
 import type { DockerBackendOptions } from './options.js';
 import { dockerAuthConfig, imagePresent, jsonLines, type DockerAuthConfig } from './pull.js';
+import { IDENTITY } from './identity.js';
 
 /** Every image berth builds carries this label (with the content hash), so it can be listed and pruned. */
 export const LABEL_BUILD = 'berth.build';
@@ -99,7 +100,7 @@ export class DockerImageBuilder {
   async #registryConfig(request: BuildRequest, dockerfile: string): Promise<Record<string, DockerAuthConfig>> {
     const config: Record<string, DockerAuthConfig> = {};
     for (const base of baseImages(dockerfile, request.build.args)) {
-      const credential = await resolvePullCredential(parseImageRef(base), undefined, this.#options, { ...request, factory: 'createDockerBackend' });
+      const credential = await resolvePullCredential(parseImageRef(base), undefined, this.#options, { ...request, factory: IDENTITY.factory });
       const auth = dockerAuthConfig(credential);
       if (auth) config[auth.serveraddress] = auth;
     }

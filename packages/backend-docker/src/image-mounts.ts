@@ -1,16 +1,15 @@
 import type Docker from 'dockerode';
-import { ConfigError, mirrorImage, type EnvironmentSpec, type ImageAuth, type ImageRef, type Operation } from '@berth/core';
-import { IMAGE_MOUNT_NO_DIRECTORY, IMAGE_MOUNT_STAGING, checkPullAuth, imageMountCopyCommand } from '@berth/core/backend-kit';
+import { ConfigError, type EnvironmentSpec, type Operation } from '@berth/core';
+import { IMAGE_MOUNT_NO_DIRECTORY, IMAGE_MOUNT_STAGING, imageMountCopyCommand, resolvePull, type ResolvedPull } from '@berth/core/backend-kit';
 import { dockerMessage, statusOf } from './docker-errors.js';
 import type { DockerBackendOptions } from './options.js';
+import { IDENTITY } from './identity.js';
 
 /** The label on an image mount's volume: the target it is mounted at. */
 export const LABEL_IMAGE_MOUNT = 'berth.image-mount';
 
-/** An image mount of the spec, its image as pulled (mirrors applied). */
-export interface DockerImageMount {
-  image: ImageRef;
-  auth?: ImageAuth;
+/** An image mount of the spec, its image as pulled (resolvePull's: mirrors applied, pull policy defaulted). */
+export interface DockerImageMount extends ResolvedPull {
   subpath?: string;
   target: string;
 }
@@ -19,10 +18,8 @@ export interface DockerImageMount {
 export function imageMountsOf(spec: EnvironmentSpec, options: DockerBackendOptions): DockerImageMount[] {
   return spec.mounts.flatMap((m) => {
     if (m.type !== 'image') return [];
-    const { ref, auth } = typeof m.image === 'string' ? { ref: m.image, auth: undefined } : m.image;
-    checkPullAuth(auth, options, { backend: 'docker', operation: 'config', factory: 'createDockerBackend' });
-    const pull = mirrorImage(ref, auth, options.mirrors ?? []);
-    return [{ image: pull.image, ...(pull.auth ? { auth: pull.auth } : {}), ...(m.subpath !== undefined ? { subpath: m.subpath } : {}), target: m.target }];
+    const pull = resolvePull(m.image, options, { ...IDENTITY, operation: 'config' });
+    return [{ ...pull, ...(m.subpath !== undefined ? { subpath: m.subpath } : {}), target: m.target }];
   });
 }
 

@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { mirrorImage, parseImageRef, type ImageBuild, type MirroredImage, type PreflightCheck } from '@berth/core';
+import { parseImageRef, type ImageBuild, type PreflightCheck } from '@berth/core';
 import {
   baseImages,
   buildTag,
@@ -8,19 +8,20 @@ import {
   preflightFailure,
   pullFailure,
   readDockerfile,
+  resolvePull,
   resolvePullCredential,
+  type ResolvedPull,
 } from '@berth/core/backend-kit';
 import { CREDENTIALS_HINT, dockerMessage, mapDaemonError, statusOf } from './docker-errors.js';
 import type { DockerBackendOptions } from './options.js';
 import { dockerAuthConfig, imagePresent } from './pull.js';
-import { BACKEND } from './sandbox.js';
+import { BACKEND, IDENTITY } from './identity.js';
 import type { GpuSupport } from './gpu.js';
 
 /** Is the image present, or pullable with the credentials start() would use, without pulling it? */
-export async function checkImage(docker: Docker, options: DockerBackendOptions, pull: MirroredImage): Promise<PreflightCheck> {
-  const { image } = pull;
+export async function checkImage(docker: Docker, options: DockerBackendOptions, pull: ResolvedPull): Promise<PreflightCheck> {
+  const { image, policy } = pull;
   const ctx = { operation: 'preflight' as const, backend: BACKEND };
-  const policy = options.pullPolicy ?? 'if-missing';
   let present: boolean;
   try {
     present = await imagePresent(docker, image, ctx);
@@ -32,7 +33,7 @@ export async function checkImage(docker: Docker, options: DockerBackendOptions, 
   if (!present && policy === 'never') return preflightFailure('image', notPresentNeverPull(image.original, ctx));
   let auth;
   try {
-    auth = dockerAuthConfig(await resolvePullCredential(image, pull.auth, options, { ...ctx, factory: 'createDockerBackend' }));
+    auth = dockerAuthConfig(await resolvePullCredential(image, pull.auth, options, { ...ctx, factory: IDENTITY.factory }));
   } catch (error) {
     return preflightFailure('image', error);
   }
@@ -70,12 +71,11 @@ export async function checkBuild(docker: Docker, options: DockerBackendOptions, 
   const checks: PreflightCheck[] = [
     { name: 'image', status: 'ok', message: `the image will be built from ${build.context} (${build.dockerfile}) and tagged ${tag}` },
   ];
-  // The builder pulls a missing base image whatever the pull policy says.
-  const baseOptions = { ...options, pullPolicy: 'if-missing' as const };
   for (const base of baseImages(dockerfile, build.args)) {
     let check: PreflightCheck;
     try {
-      check = await checkImage(docker, baseOptions, mirrorImage(base, undefined, []));
+      // The builder pulls a missing base image whatever the pull policy says, and without mirrors.
+      check = await checkImage(docker, options, resolvePull(base, { pullPolicy: 'if-missing' }, { ...IDENTITY, operation: 'preflight' }));
     } catch (error) {
       check = preflightFailure('image', error);
     }

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { ConfigError, ImagePullError, parseImageRef, type EnvironmentSpec, type ImageAuth, type ImageBuild, type ImageRef, type Operation } from '@berth/core';
+import { ConfigError, ImagePullError, parseImageRef, type EnvironmentSpec, type ImageBuild, type ImageRef, type Operation } from '@berth/core';
 import {
   BUILD_REPOSITORY,
   keepAliveCommand,
@@ -12,6 +12,7 @@ import {
   type CreateContext,
   type CreateOutcome,
   type ProcessRequest,
+  type ResolvedPull,
   type SandboxProcess,
   type SandboxStatus,
   type SandboxTransport,
@@ -27,11 +28,10 @@ import { dockerAuthConfig, imagePresent, pullImage } from './pull.js';
 import { gpuDeviceRequests, type GpuSupport } from './gpu.js';
 import { ImageMountVolumes, type DockerImageMount } from './image-mounts.js';
 import { commitSnapshot } from './snapshot.js';
+import { BACKEND, IDENTITY } from './identity.js';
 
-export const BACKEND = 'docker';
-
-/** Where a sandbox's image comes from: a pull (mirrors applied) or a build. */
-export type DockerImageSource = { kind: 'pull'; image: ImageRef; auth?: ImageAuth } | { kind: 'build'; build: ImageBuild; builder: DockerImageBuilder };
+/** Where a sandbox's image comes from: a pull (resolvePull's) or a build. */
+export type DockerImageSource = ({ kind: 'pull' } & ResolvedPull) | { kind: 'build'; build: ImageBuild; builder: DockerImageBuilder };
 
 /** One container, as the kit's transport: named after the environment id, so it can be found before create returns. */
 export class DockerSandbox implements SandboxTransport {
@@ -119,16 +119,15 @@ export class DockerSandbox implements SandboxTransport {
       this.#image = parseImageRef(tag);
       return;
     }
-    await this.#ensurePulled(this.#image, source.auth, ctx);
+    await this.#ensurePulled(source, ctx);
   }
 
   /** Pull an image (the task's or an image mount's, each with its own credentials) as the pull policy says. */
-  async #ensurePulled(image: ImageRef, auth: ImageAuth | undefined, ctx: CreateContext): Promise<void> {
-    const policy = this.#options.pullPolicy ?? 'if-missing';
+  async #ensurePulled({ image, auth, policy }: ResolvedPull, ctx: CreateContext): Promise<void> {
     if (policy !== 'always' && (await imagePresent(this.#docker, image, this.#ctx('pull')))) return;
     if (policy === 'never') throw notPresentNeverPull(image.original, this.#ctx('pull'));
     ctx.progress({ phase: 'pulling', status: `pulling ${image.original}` });
-    const credential = await resolvePullCredential(image, auth, this.#options, { ...this.#ctx('pull'), factory: 'createDockerBackend' });
+    const credential = await resolvePullCredential(image, auth, this.#options, { ...this.#ctx('pull'), factory: IDENTITY.factory });
     await pullImage(this.#docker, image, dockerAuthConfig(credential), {
       ...this.#ctx('pull'),
       signal: ctx.signal,
@@ -152,7 +151,7 @@ export class DockerSandbox implements SandboxTransport {
   async #fillImageMounts(ctx: CreateContext): Promise<void> {
     const mounts = this.#imageMounts.mounts;
     if (mounts.length === 0) return;
-    for (const mount of mounts) await this.#ensurePulled(mount.image, mount.auth, ctx);
+    for (const mount of mounts) await this.#ensurePulled(mount, ctx);
     ctx.progress({ phase: 'starting', status: `copying ${mounts.length} image mount(s)` });
     try {
       await this.#imageMounts.fill(ctx.labels, ctx.signal, this.#ctx('start'));
