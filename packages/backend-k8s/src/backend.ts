@@ -11,7 +11,7 @@ import {
   type DefinedBackend,
   type ManagedResource,
 } from '@berth/core/backend-kit';
-import { BACKEND, Cluster, type K8sTarget } from './cluster.js';
+import { BACKEND, Cluster, IDENTITY, type K8sTarget } from './cluster.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
 import { OPTION_NAMES, checkKubeconfigOption, type K8sBackendOptions } from './options.js';
 import { checkApi, checkImage, checkNetworkPolicy, checkNodes, checkRbac } from './preflight.js';
@@ -27,10 +27,10 @@ export type K8sBackend = DefinedBackend<{ resolveTarget(): K8sTarget }>;
 
 /** The Kubernetes backend. Does no I/O until an environment is started or preflight/sweep runs. */
 export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
-  checkFactoryOptions(options, { known: OPTION_NAMES, renamed: RENAMED, backend: BACKEND, factory: 'createK8sBackend' });
+  checkFactoryOptions(options, { known: OPTION_NAMES, renamed: RENAMED, ...IDENTITY });
   checkKubeconfigOption(options.kubeconfig);
   // Checked here, before any I/O; podManifest applies it.
-  defaultLifetimeMs(options, { backend: BACKEND, factory: 'createK8sBackend', offAllowed: true });
+  defaultLifetimeMs(options, { ...IDENTITY, offAllowed: true });
   // The API client, made on first use: the factory does no I/O.
   let client: Cluster | undefined;
   const cluster = () => (client ??= new Cluster(options));
@@ -50,8 +50,7 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
       if (isBuiltImage(input.image))
         checks.push({ name: 'build', status: 'ok', message: `${describeImage(input.image)} will be built by ${options.builder?.name ?? '?'} at start` });
       const pod = images(input);
-      for (const { image: ref, auth } of [...(pod.main ? [pod.main] : []), ...pod.mounts])
-        checks.push(await checkImage(cluster(), options, ref, auth, pod.pullSecrets));
+      for (const pull of [...(pod.main ? [pod.main] : []), ...pod.mounts]) checks.push(await checkImage(cluster(), options, pull, pod.pullSecrets));
     }
     // The pod as start would make it (tolerations, node selector, resources, patchPod), asked of the nodes.
     const manifest = podManifest({

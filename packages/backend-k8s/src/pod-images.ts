@@ -1,21 +1,15 @@
-import type { EnvironmentSpec, ImageAuth, ImageRef, PulledImageInput } from '@berth/core';
-import { checkPullAuth, mirrorImage, resolvePullCredential } from '@berth/core/backend-kit';
-import { BACKEND } from './cluster.js';
+import type { EnvironmentSpec, PulledImageInput } from '@berth/core';
+import { resolvePull, resolvePullCredential, type ResolvedPull } from '@berth/core/backend-kit';
+import { IDENTITY } from './cluster.js';
 import type { K8sBackendOptions } from './options.js';
 import type { PodImageMount } from './pod-manifest.js';
 import type { PullSecrets } from './pull-secrets.js';
 
-/** One image the pod pulls (mirrors applied), with the credentials to make into a Secret, if any. */
-export interface PulledSource {
-  image: ImageRef;
-  auth?: ImageAuth;
-}
-
 /** Every image of one pod: the task's own and its image mounts', and the pull secrets they name. */
 export interface PodImages {
   /** Unset until built, for `image: { build }` (options.builder builds it at start). */
-  main?: PulledSource;
-  mounts: ReadonlyArray<PulledSource & { subpath?: string; target: string }>;
+  main?: ResolvedPull;
+  mounts: ReadonlyArray<ResolvedPull & { subpath?: string; target: string }>;
   /** Pull secrets of the namespace the pod names: the options' and every `{ secretName }`. */
   pullSecrets: readonly string[];
   secrets: PullSecrets;
@@ -26,36 +20,26 @@ export interface PodImages {
  * credentials become a Secret at start. Mirrors are applied to each. Bad credentials are a
  * ConfigError here, before any I/O.
  */
-export function podImages(
-  spec: EnvironmentSpec,
-  main: { ref: string; auth?: ImageAuth } | undefined,
-  options: K8sBackendOptions,
-  secrets: PullSecrets,
-): PodImages {
+export function podImages(spec: EnvironmentSpec, main: PulledImageInput | undefined, options: K8sBackendOptions, secrets: PullSecrets): PodImages {
   const named = new Set(options.imagePullSecrets ?? []);
   const mounts = spec.mounts.flatMap((m) =>
-    m.type === 'image' ? [{ ...source(pulled(m.image), options, named), ...(m.subpath !== undefined ? { subpath: m.subpath } : {}), target: m.target }] : [],
+    m.type === 'image' ? [{ ...source(m.image, options, named), ...(m.subpath !== undefined ? { subpath: m.subpath } : {}), target: m.target }] : [],
   );
   return { ...(main ? { main: source(main, options, named) } : {}), mounts, pullSecrets: [...named], secrets };
 }
 
 /** The images once the task's own is known (an image the builder just built and pushed). */
-export function withMain(images: PodImages, main: { ref: string; auth?: ImageAuth }, options: K8sBackendOptions): PodImages {
+export function withMain(images: PodImages, main: PulledImageInput, options: K8sBackendOptions): PodImages {
   const named = new Set(images.pullSecrets);
   return { ...images, main: source(main, options, named), pullSecrets: [...named] };
 }
 
-function source(image: { ref: string; auth?: ImageAuth }, options: K8sBackendOptions, named: Set<string>): PulledSource {
-  const secretName = image.auth && 'secretName' in image.auth ? image.auth.secretName : undefined;
-  if (secretName !== undefined) named.add(secretName);
-  const auth = secretName === undefined ? image.auth : undefined;
-  checkPullAuth(auth, options, { backend: BACKEND, operation: 'config', factory: 'createK8sBackend' });
-  const pull = mirrorImage(image.ref, auth, options.mirrors ?? []);
-  return { image: pull.image, ...(pull.auth ? { auth: pull.auth } : {}) };
-}
-
-function pulled(image: PulledImageInput): { ref: string; auth?: ImageAuth } {
-  return typeof image === 'string' ? { ref: image } : image;
+/** One image the pod pulls (mirrors applied), with the credentials to make into a Secret, if any. */
+function source(image: PulledImageInput, options: K8sBackendOptions, named: Set<string>): ResolvedPull {
+  // A { secretName } is a pull secret of the namespace, named on the pod as is.
+  const pull = resolvePull(image, options, { ...IDENTITY, operation: 'config', engineAuth: ['secretName'] });
+  if (pull.secretName !== undefined) named.add(pull.secretName);
+  return pull;
 }
 
 /** The image mounts as the manifest takes them. */
@@ -72,7 +56,7 @@ export async function acquirePullSecrets(images: PodImages, environmentId: strin
   const acquired: string[] = [];
   for (const { image, auth } of [...(images.main ? [images.main] : []), ...images.mounts]) {
     if (auth === undefined && images.pullSecrets.length > 0) continue;
-    const credential = await resolvePullCredential(image, auth, options, { operation: 'pull', backend: BACKEND, environmentId, factory: 'createK8sBackend' });
+    const credential = await resolvePullCredential(image, auth, options, { ...IDENTITY, operation: 'pull', environmentId });
     if (!credential) continue;
     // Acquiring the same Secret again for the same environment is a no-op: one release frees it.
     const name = await images.secrets.acquire(credential, environmentId);

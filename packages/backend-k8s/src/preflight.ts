@@ -1,7 +1,7 @@
 import { AuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
-import type { ImageAuth, ImageRef, PreflightCheck } from '@berth/core';
-import { imageCheck, preflightFailure, resolvePullCredential, type PullCredential } from '@berth/core/backend-kit';
-import { BACKEND, type Cluster, type K8sTarget } from './cluster.js';
+import type { ImageRef, PreflightCheck } from '@berth/core';
+import { imageCheck, preflightFailure, resolvePullCredential, type PullCredential, type ResolvedPull } from '@berth/core/backend-kit';
+import { BACKEND, IDENTITY, type Cluster, type K8sTarget } from './cluster.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
 import { nodeMisfits } from './node-fit.js';
 import type { K8sBackendOptions } from './options.js';
@@ -95,8 +95,7 @@ async function fromSecret(cluster: Cluster, name: string, ref: ImageRef): Promis
 export async function checkImage(
   cluster: Cluster,
   options: K8sBackendOptions,
-  ref: ImageRef,
-  auth: ImageAuth | undefined,
+  { image: ref, auth, policy }: ResolvedPull,
   named: readonly string[],
 ): Promise<PreflightCheck> {
   const ctx = { operation: 'preflight' as const, backend: BACKEND };
@@ -111,12 +110,11 @@ export async function checkImage(
         return { name: 'image', status: 'warn', message: `cannot read the pull secret "${name}" (${apiMessage(error)}): the image was not checked` };
       }
     }
-    credential ??= await resolvePullCredential(ref, auth, options, { ...ctx, factory: 'createK8sBackend' });
+    credential ??= await resolvePullCredential(ref, auth, options, { ...ctx, factory: IDENTITY.factory });
   } catch (error) {
     return preflightFailure('image', error);
   }
-  if ((options.pullPolicy ?? 'if-missing') === 'never')
-    return { name: 'image', status: 'warn', message: `pullPolicy is 'never': whether a node has ${ref.original} is not checked` };
+  if (policy === 'never') return { name: 'image', status: 'warn', message: `pullPolicy is 'never': whether a node has ${ref.original} is not checked` };
   return imageCheck(ref, credential, { backend: BACKEND, probeRegistries: options.probeRegistries });
 }
 

@@ -107,7 +107,7 @@ export class K8sSandbox implements SandboxTransport {
     this.#hadCredentials = pullSecrets.length > 0;
     throwIfAborted(ctx.signal, this.#ctx('start'));
     if (this.#needsPolicy) await this.#networkCall('start', () => this.#network.prepare(this.#id, ctx.signal));
-    const policy = this.#options.pullPolicy ?? 'if-missing';
+    const { policy } = main;
     const body = podManifest({
       name: this.#id,
       namespace,
