@@ -11,7 +11,7 @@ import {
   type ManagedResource,
 } from '@berth/core/backend-kit';
 import { clientIdentity } from './client-identity.js';
-import { BACKEND } from './credentials.js';
+import { BACKEND, IDENTITY } from './credentials.js';
 import { planImage, snapshotPlan } from './image.js';
 import { planDockerfile } from './dockerfile-build.js';
 import { mapModalError } from './modal-errors.js';
@@ -26,7 +26,7 @@ export type ModalBackend = DefinedBackend<{ close(): Promise<void> }>;
 
 /** The Modal backend. Does no I/O until an environment is started or preflight/sweep runs. */
 export function createModalBackend(options: ModalBackendOptions = {}): ModalBackend {
-  checkFactoryOptions(options, { known: OPTION_NAMES, renamed: RENAMED, backend: BACKEND, factory: 'createModalBackend' });
+  checkFactoryOptions(options, { known: OPTION_NAMES, renamed: RENAMED, ...IDENTITY });
   // Checked here, before any I/O; each sandbox's timeout_secs applies it.
   const lifetimeMs = modalDefaultLifetimeMs(options);
   // Checked here too: a bad clientVersion or clientType is the caller's, before any I/O.

@@ -1,7 +1,7 @@
-import { CapabilityError, ConfigError, mirrorImage, parseImageRef, type ImageAuth, type ImageBuild, type ImageRef, type MirrorRule } from '@berth/core';
-import { pullFailure, registerSecret, resolvePullCredential, type PullCredential } from '@berth/core/backend-kit';
+import { CapabilityError, ConfigError, parseImageRef, type ImageAuth, type ImageBuild, type ImageRef, type MirrorRule } from '@berth/core';
+import { pullFailure, registerSecret, resolvePull, resolvePullCredential, type PullCredential } from '@berth/core/backend-kit';
 import { uploadContext } from './context-mount.js';
-import { BACKEND } from './credentials.js';
+import { BACKEND, IDENTITY } from './credentials.js';
 import type { ControlPlane, GenericResult, RegistryAuthType } from './wire/index.js';
 import type { ModalBackendOptions } from './options.js';
 
@@ -40,9 +40,10 @@ export async function planImage(
   environmentId?: string,
 ): Promise<ImagePlan> {
   const ctx = { operation: 'pull' as const, backend: BACKEND, ...(environmentId ? { environmentId } : {}) };
-  const mirrored = mirrorImage(refText, auth && 'secretName' in auth ? undefined : auth, options.mirrors ?? []);
-  const ref = mirrored.image;
-  const given = auth && 'secretName' in auth ? auth : mirrored.auth;
+  // A { secretName } names a Modal secret, and Modal logs in to ECR itself: neither is berth's to resolve.
+  const pull = resolvePull({ ref: refText, ...(auth ? { auth } : {}) }, options, { ...IDENTITY, ...ctx, engineAuth: ['secretName', 'aws'] });
+  const ref = pull.image;
+  const given: ImageAuth | undefined = pull.secretName !== undefined ? { secretName: pull.secretName } : pull.auth;
   if (given && 'secretName' in given) {
     const requiredKeys = ref.kind === 'ecr' ? AWS_KEYS : isGcp(ref) ? GCP_KEYS : STATIC_KEYS;
     const authType: RegistryAuthType =
@@ -75,7 +76,7 @@ export async function planImage(
       message: 'Modal pulls with a username and password, an AWS or a GCP secret, not an identity token: pass { username, password } or { secretName }',
     });
   }
-  const credential = await resolvePullCredential(ref, given, options, { ...ctx, factory: 'createModalBackend' });
+  const credential = await resolvePullCredential(ref, given, options, { ...ctx, factory: IDENTITY.factory });
   if (credential && 'username' in credential) {
     return {
       ref,

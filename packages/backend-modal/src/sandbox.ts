@@ -15,7 +15,7 @@ import {
   type SnapshotContext,
   type SnapshotImage,
 } from '@berth/core/backend-kit';
-import { BACKEND } from './credentials.js';
+import { BACKEND, IDENTITY } from './credentials.js';
 import { ModalProcess } from './exec-process.js';
 import { gpuConfig } from './gpu.js';
 import type { BuildRecipe, ImagePlan } from './image.js';
@@ -48,8 +48,7 @@ const MODAL_LIFETIME_WHY = "Modal's longest sandbox timeout is 24 h, and a sandb
 /** The timeout of a sandbox whose spec sets no lifetime: options.defaultLifetimeMs, checked (ConfigError naming it). */
 export function modalDefaultLifetimeMs(options: ModalBackendOptions): number {
   return defaultLifetimeMs(options, {
-    backend: BACKEND,
-    factory: 'createModalBackend',
+    ...IDENTITY,
     maxMs: MODAL_MAX_LIFETIME_MS,
     offAllowed: false,
     why: MODAL_LIFETIME_WHY,
