@@ -7,6 +7,7 @@ import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, TaskFailure, type Environment } from '@berth/core';
 import { createDockerBackend } from '@berth/backend-docker';
+import { holdingCreateAnswer } from './support/held-create.js';
 
 const docker = new Docker();
 const BASIC = 'berth-test/busybox:latest';
@@ -14,6 +15,17 @@ const envs: Environment[] = [];
 afterAll(async () => {
   await Promise.all(envs.map((e) => e.teardown()));
 });
+
+/** How many of `sleep 51` / `sleep 52` run in the sandbox: polled until there are `want`, or `withinMs` passed. */
+async function sleepersWithin(env: Environment, want: number, withinMs: number): Promise<number> {
+  const probe = 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline 2>/dev/null; echo; done';
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const seen = (await env.exec(probe)).stdout.split('\n').filter((line) => /^sleep 5[12] $/.test(line)).length;
+    if (seen === want || Date.now() >= deadline) return seen;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 describe('docker backend specifics', () => {
   it('applies resources, network none, labels and bind mounts to the container', async () => {
@@ -122,7 +134,8 @@ describe('docker backend specifics', () => {
       .match(/\/\S+\.so[.\d]*/g) ?? []) {
       execFileSync('cp', ['--parents', '-L', lib, root]);
     }
-    for (const applet of ['sleep', 'cat', 'kill', 'mkdir', 'mktemp', 'mkfifo', 'tee', 'wc', 'rm']) {
+    // tr, for the probe below: /proc/<pid>/cmdline separates argv with NULs.
+    for (const applet of ['sleep', 'cat', 'kill', 'mkdir', 'mktemp', 'mkfifo', 'tee', 'wc', 'rm', 'tr']) {
       execFileSync('ln', ['-s', 'busybox', join(root, 'bin', applet)]);
     }
     execFileSync('tar', ['-C', root, '-cf', join(dir, 'root.tar'), '.']);
@@ -135,11 +148,12 @@ describe('docker backend specifics', () => {
       expect(ConfigError.isInstance(error), String(error)).toBe(true);
       expect((error as ConfigError).message).toMatch(/no tar/);
       expect(error).toMatchObject({ path: 'spec.image', operation: 'upload', retryable: false });
-      // No /etc/passwd here either: the tree killer runs as uid 0, not as the name 'root'.
-      const timed = await viaExec.exec('sleep 51 & sleep 52', { timeoutMs: 300 });
-      expect(timed.timedOut).toBe(true);
-      const procs = (await viaExec.exec('for p in /proc/[0-9]*; do cat $p/cmdline; echo; done')).stdout;
-      expect(procs).not.toMatch(/sleep5[12]/);
+      // No /etc/passwd here either: the tree killer runs as uid 0, not as the name 'root'. The probe
+      // is first seen to find both sleepers while they run, then to find neither once the timeout fired.
+      const timed = viaExec.exec('sleep 51 & sleep 52', { timeoutMs: 3000 });
+      expect(await sleepersWithin(viaExec, 2, 2500)).toBe(2);
+      expect((await timed).timedOut).toBe(true);
+      expect(await sleepersWithin(viaExec, 0, 1000)).toBe(0);
       await viaExec.teardown();
       const native = await createDockerBackend().start({ image: 'berth-test/no-tar:latest', network: 'none' });
       envs.push(native);
@@ -156,13 +170,27 @@ describe('docker backend specifics', () => {
   });
 
   it('teardown during start leaves nothing behind', async () => {
-    const env = createDockerBackend().environment({ image: BASIC, network: 'none' });
-    const starting = env.start();
-    const tearing = env.teardown();
-    await starting.catch(() => undefined);
-    await tearing;
-    expect(env.phase).toBe('stopped');
-    await expect(docker.getContainer(env.id).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    // The engine has made the container, the start still waits for the create's answer: teardown now.
+    const proxy = await holdingCreateAnswer();
+    try {
+      const env = createDockerBackend({ socketPath: proxy.socketPath }).environment({ image: BASIC, network: 'none' });
+      const starting = env.start().then(
+        () => 'started',
+        (e: unknown) => e,
+      );
+      await Promise.race([proxy.held, starting.then((outcome) => Promise.reject(new Error(`start settled before its create was held: ${String(outcome)}`)))]);
+      expect(env.phase).toBe('starting');
+      // The probe below sees the container while it exists (asked of the engine directly).
+      expect((await docker.getContainer(env.id).inspect()).Name).toBe(`/${env.id}`);
+      const tearing = env.teardown();
+      proxy.release();
+      await starting;
+      await tearing;
+      expect(env.phase).toBe('stopped');
+      await expect(docker.getContainer(env.id).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('uploading into /tmp keeps /tmp world-writable', async () => {

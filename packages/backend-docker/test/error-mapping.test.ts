@@ -44,6 +44,11 @@ async function failure(promise: Promise<unknown>): Promise<BerthError> {
   return error as BerthError;
 }
 
+/** The containers the engine has for an environment, stopped ones included. */
+async function containersOf(id: string): Promise<string[]> {
+  return (await docker.listContainers({ all: true, filters: { label: [`berth.environment=${id}`] } })).map((c) => c.Names[0] ?? c.Id);
+}
+
 afterAll(async () => {
   await Promise.all(started.map((e) => e.teardown()));
   // This process's containers: other test files may run in parallel within the same session.
@@ -131,11 +136,14 @@ describe('docker error mapping', () => {
     const registry = await startFakeRegistry('stall');
     try {
       const t0 = Date.now();
-      const error = await failure(createDockerBackend().start({ image: `${registry.host}/x/y:1`, timeouts: { startupMs: 1500 } }));
+      const env = createDockerBackend().environment({ image: `${registry.host}/x/y:1`, timeouts: { startupMs: 1500 } });
+      const error = await failure(env.start());
       expect(StartupTimeoutError.isInstance(error)).toBe(true);
       expect((error as StartupTimeoutError).lastStatus).toContain('pulling');
       expect(Date.now() - t0).toBeLessThan(10_000);
       expect(classifyFailure(error)).toMatchObject({ category: 'transient_infra', type: 'StartupTimeoutError' });
+      // The probe finds a live sandbox's container in the stopped-container test below.
+      expect(await containersOf(env.id)).toEqual([]);
     } finally {
       await registry.close();
     }
@@ -177,12 +185,17 @@ describe('docker error mapping', () => {
   it('a stopped (not removed) container: uploads do not land in its filesystem', async () => {
     const env = await createDockerBackend().start({ image: BASIC, network: 'none' });
     started.push(env);
+    expect(await containersOf(env.id)).toHaveLength(1);
     await docker.getContainer(env.id).kill();
     const dir = await mkdtemp(join(tmpdir(), 'berth-'));
     await writeFile(join(dir, 'f'), 'x');
     const error = await failure(env.uploadFile(join(dir, 'f'), '/tmp/f'));
     expect(error).toMatchObject({ type: 'TransferError', reason: 'sandbox_lost', category: 'transient_infra' });
     expect((error as TransferError).cause).toMatchObject({ type: 'SandboxLostError' });
+    // Asked of the engine: its archive API reads a stopped container's files (/etc/passwd is
+    // there), and /tmp/f is not among them.
+    await expect(docker.getContainer(env.id).getArchive({ path: '/etc/passwd' })).resolves.toBeDefined();
+    await expect(docker.getContainer(env.id).getArchive({ path: '/tmp/f' })).rejects.toMatchObject({ statusCode: 404 });
     await rm(dir, { recursive: true });
     await env.teardown();
   });

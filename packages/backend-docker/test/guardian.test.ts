@@ -2,6 +2,9 @@
 // (SIGKILL, or SIGTERM with no handler: Node exits at once) leaves nothing within 30 s, and of two
 // such processes on one host (one BERTH_SESSION) only the killed one's sandboxes go.
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDockerBackend } from '@berth/backend-docker';
@@ -9,6 +12,7 @@ import { goneWithin, guardiansOf, startChild, startWorkerChild, type GuardedChil
 
 const docker = new Docker();
 const children: GuardedChild[] = [];
+const dirs: string[] = [];
 const tags: string[] = [];
 
 const newTag = () => {
@@ -20,6 +24,7 @@ const containers = async (tag: string) => (await docker.listContainers({ all: tr
 
 afterAll(async () => {
   for (const child of children) child.proc.kill('SIGKILL');
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
   for (const tag of tags) {
     for (const info of await docker.listContainers({ all: true, filters: { label: [`berth.test-guardian=${tag}`] } }))
       await docker
@@ -28,6 +33,17 @@ afterAll(async () => {
         .catch(() => undefined);
   }
 });
+
+/** Polls the guardian's log until it holds `text`; throws with the log if it never does. */
+async function untilLogged(log: string, text: string, withinMs: number): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const content = await readFile(log, 'utf8').catch(() => '');
+    if (content.includes(text)) return;
+    if (Date.now() > deadline) throw new Error(`the guardian never logged "${text}" within ${withinMs} ms; its log: ${content}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 const run = (count: number, env?: Record<string, string>, ownGroup = false) => {
   const tag = newTag();
@@ -95,14 +111,32 @@ describe('docker guardian', () => {
 
   it('a worker thread that started the guardian ends while its process lives on: nothing is removed until the process ends', async () => {
     const tag = newTag();
-    const child = startWorkerChild(tag);
+    const dir = await mkdtemp(join(tmpdir(), 'berth-guardian-log-'));
+    dirs.push(dir);
+    const log = join(dir, 'guardian.log');
+    // The child (and so its guardian) inherits the log's path; set only while it is spawned.
+    const previous = process.env.BERTH_GUARDIAN_LOG;
+    process.env.BERTH_GUARDIAN_LOG = log;
+    let child: GuardedChild;
+    try {
+      child = startWorkerChild(tag);
+    } finally {
+      if (previous === undefined) delete process.env.BERTH_GUARDIAN_LOG;
+      else process.env.BERTH_GUARDIAN_LOG = previous;
+    }
     children.push(child);
     await child.ready;
-    // The worker's end closed the guardian's pipe; the process runs, so its sandbox stays.
-    await new Promise((r) => setTimeout(r, 4000));
+    const pid = child.proc.pid!;
+    // The worker's end closed the guardian's pipe: the guardian says it saw the process live on and
+    // watches its pid instead of sweeping. It is still there, and so is the sandbox.
+    await untilLogged(log, `the pipe closed while pid ${pid} runs`, 15_000);
+    expect(await guardiansOf(pid)).toHaveLength(1);
     expect(await containers(tag)).toBe(1);
+    expect(await readFile(log, 'utf8')).not.toContain(`pid ${pid} ended`);
     child.proc.kill('SIGKILL');
     expect(await goneWithin(() => containers(tag), 30_000)).toBeDefined();
+    // The guardian is what removed it.
+    await untilLogged(log, `pid ${pid} ended: removed 1`, 5_000);
   }, 90_000);
 
   it('one guardian per process and engine, however many backend instances reach it; none with guardian: false', async () => {
@@ -120,12 +154,14 @@ describe('docker guardian', () => {
   it('BERTH_GUARDIAN=0: a killed process leaves its sandboxes, for sweep', async () => {
     const { tag, child } = run(1, { BERTH_GUARDIAN: '0' });
     await child.ready;
+    // No guardian to remove anything (the probe finds one per process in the test above).
+    expect(await guardiansOf(child.proc.pid!)).toEqual([]);
+    const [left] = await docker.listContainers({ all: true, filters: { label: [`berth.test-guardian=${tag}`] } });
     child.proc.kill('SIGKILL');
     await child.exited;
-    await new Promise((r) => setTimeout(r, 5000));
     expect(await containers(tag)).toBe(1);
     const report = await createDockerBackend().sweep();
-    expect(report.removed.length).toBeGreaterThanOrEqual(1);
+    expect(report.removed).toContain(left?.Names[0]?.slice(1));
     expect(await containers(tag)).toBe(0);
   }, 90_000);
 });

@@ -50,15 +50,21 @@ async function orphan(session: string): Promise<string> {
   return name;
 }
 
+/** Whether the engine still has the container, running or not: false only on its 404. */
 async function exists(name: string): Promise<boolean> {
   return docker
     .getContainer(name)
     .inspect()
     .then(
-      (info) => info.State.Running,
-      () => false,
+      () => true,
+      (error: { statusCode?: number }) => {
+        if (error.statusCode === 404) return false;
+        throw error;
+      },
     );
 }
+
+const running = async (name: string): Promise<boolean> => (await docker.getContainer(name).inspect()).State.Running;
 
 describe('docker sweep', () => {
   it('removes containers of dead owners and spares live ones', async () => {
@@ -66,9 +72,11 @@ describe('docker sweep', () => {
     const live = await backend.start({ image: BASIC, network: 'none' });
     started.push(live);
     const name = await orphan(SESSION_ID);
+    expect(await exists(name)).toBe(true);
     const report = await backend.sweep({ session: SESSION_ID });
     expect(report.failed).toEqual([]);
     expect(report.removed).toEqual([name]);
+    expect(await exists(name)).toBe(false);
     expect(report.dryRun).toBeUndefined();
     expect(report.wouldRemove).toBeUndefined();
     expect(live.phase).toBe('running');
@@ -83,7 +91,7 @@ describe('docker sweep', () => {
     const name = await orphan(session);
     const dry = await backend.sweep({ session, dryRun: true });
     expect(dry).toEqual({ backend: 'docker', removed: [], failed: [], dryRun: true, wouldRemove: [name] });
-    expect(await exists(name)).toBe(true);
+    expect(await running(name)).toBe(true);
 
     // Even what olderThanMs: 0 would take (every container, live owners' too) is only listed.
     const live = await backend.start({ image: BASIC, network: 'none' });
