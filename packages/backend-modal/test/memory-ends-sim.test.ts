@@ -6,6 +6,7 @@
 // are SandboxLostError naming OOMKilled / Evicted; before the sandbox ran, the start is.
 import { execFileSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
+import { execInFlight } from '@berth/conformance';
 import { SandboxLostError, classifyFailure } from '@berth/core';
 import { createModalBackend } from '@berth/backend-modal';
 import { decodeMessage } from '../src/wire/protobuf.js';
@@ -59,10 +60,11 @@ describe('GenericStatus 9 and 10 through the backend (simulator behind a rewriti
   ])('status %i while a command runs: SandboxLostError (transient) naming it, for that exec and the next', async (status, exception, state) => {
     instead = { from: 'GENERIC_STATUS_MEMORY_MANAGER_EVICTION', status, exception };
     await using env = await backend.start({ image: 'berth-test/busybox:latest' });
-    const running = env.exec('sleep 30').catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 500));
+    // Evicted once the command surely runs (its marker arrived), not after a guessed pause.
+    const { started, result } = execInFlight(env, 'sleep 30');
+    await started;
     await sim.faults.evict(sandboxOf(env.id));
-    const error = await running;
+    const error = await result.catch((e: unknown) => e);
     expect(SandboxLostError.isInstance(error), String(error)).toBe(true);
     expect((error as SandboxLostError).lastState).toMatch(state);
     expect((error as Error).message).toContain((error as SandboxLostError).lastState);

@@ -8,6 +8,8 @@ import { bridgeGateway } from '../../../backend-docker/test/support/bridge.js';
 import type { ModalSimulator } from '../sim/index.js';
 
 const docker = new Docker();
+/** How long faults.kill waits for the simulator to end a killed sandbox. */
+const KILL_SETTLE_MS = 15_000;
 
 /** The containers behind this process's sandboxes (the simulator labels them with berth's tags). */
 async function containers(filter: string[]) {
@@ -35,14 +37,22 @@ export function modalConformance(sim: ModalSimulator, backends: Array<{ close():
       // The container killed under Modal, as a worker failure would.
       kill: async (env) => {
         const label = [`modal.tag.berth.environment=${env.id}`];
-        for (const c of await containers(label))
+        const found = await containers(label);
+        // A kill that found nothing to kill would let the case go on as if it had.
+        if (found.length === 0) throw new Error(`faults.kill: no simulator container carries environment ${env.id}`);
+        for (const c of found)
           await docker
             .getContainer(c.Id)
             .kill()
             .catch(() => undefined);
         // Until the simulator has ended the sandbox (the contract of faults.kill): it removes the
-        // container when it does, and only then reports the sandbox finished.
-        for (let i = 0; i < 300 && (await containers(label)).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+        // container when it does, and only then reports the sandbox finished. Bounded well inside a
+        // case's 30 s, so that this error, not the case's timeout, says what went wrong.
+        const deadline = Date.now() + KILL_SETTLE_MS;
+        while ((await containers(label)).length > 0) {
+          if (Date.now() > deadline) throw new Error(`faults.kill: the container of ${env.id} was still there ${KILL_SETTLE_MS / 1000} s after it was killed`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
       },
       listLeftovers: async () =>
         (await containers([`modal.tag.berth.session=${SESSION_ID}`, `modal.tag.berth.owner-pid=${process.pid}`])).map(
