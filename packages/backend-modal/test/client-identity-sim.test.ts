@@ -94,6 +94,6 @@ describe('client version refused by Modal (simulated)', () => {
       .start({ image: { ref: '127.0.0.1:5000/berth/private-busybox:latest', auth: { secretName: 'half-identity' } } })
       .catch((e: unknown) => e);
     expect(ConfigError.isInstance(error), String(error)).toBe(true);
-    expect((error as ConfigError).path).not.toBe('options.clientVersion');
+    expect(error).toMatchObject({ path: 'spec.image.auth.secretName', message: expect.stringContaining('REGISTRY_PASSWORD') });
   });
 });

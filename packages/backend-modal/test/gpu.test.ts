@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '@berth/core';
 import { createModalBackend } from '@berth/backend-modal';
 import { gpuConfig } from '../src/gpu.js';
-import { ModalSimulator } from './sim/index.js';
+import { Code, ModalSimulator } from './sim/index.js';
 
 const sim = await ModalSimulator.start();
 const backend = createModalBackend(sim.clientOptions());
@@ -41,6 +41,7 @@ describe('GPUs on Modal (simulated)', () => {
   });
 
   it('a type Modal does not have is refused by Modal (INVALID_ARGUMENT): a ConfigError, not retried', async () => {
+    const before = sim.calls.length;
     const env = backend.environment({ image: 'berth-test/busybox:latest', resources: { gpus: 1, gpuTypes: ['Voodoo2'] } });
     const error = await env.start().then(
       () => undefined,
@@ -50,5 +51,8 @@ describe('GPUs on Modal (simulated)', () => {
     expect(ConfigError.isInstance(error), String(error)).toBe(true);
     expect((error as Error).message).toMatch(/Not a valid GPU type.*VOODOO2/);
     expect(await sim.sandboxes()).toEqual([]);
+    // Asked once: Modal's refusal was taken as its answer, not retried (by the backend or the kit).
+    const creates = sim.calls.slice(before).filter((c) => /\/SandboxCreate(V2)?$/.test(c.path));
+    expect(creates.map((c) => c.code)).toEqual([Code.INVALID_ARGUMENT]);
   });
 });
