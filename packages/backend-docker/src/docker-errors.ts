@@ -1,4 +1,4 @@
-import { BackendAuthError, BackendUnavailableError, BerthError, ConfigError, SandboxLostError, type Operation } from '@berth/core';
+import { BackendAuthError, BackendUnavailableError, BerthError, ConfigError, SandboxLostError, remedied, type Operation } from '@berth/core';
 import { unreachableApi } from '@berth/core/backend-kit';
 
 /** What docker-modem attaches to a failed API call. */
@@ -92,7 +92,7 @@ export function mapEnvironmentError(error: unknown, ctx: ErrorContext & { enviro
 }
 
 /** How a Docker user passes registry credentials, for pull errors. */
-export const CREDENTIALS_HINT = 'pass spec.image.auth or log in with docker login';
+export const CREDENTIALS_HINT = remedied('image-auth-docker-config', 'pass spec.image.auth or log in with docker login');
 
 /** Start failures that say the spec or image is wrong: permanent, with the fix in the message. */
 export function startRefusal(error: unknown, ctx: ErrorContext, image: string): BerthError | undefined {

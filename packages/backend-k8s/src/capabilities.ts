@@ -1,4 +1,4 @@
-import type { Capabilities } from '@berth/core';
+import { remedied, type Capabilities, type CapabilityHints } from '@berth/core';
 import type { K8sBackendOptions } from './options.js';
 
 // What this backend claims, what it says where it does not (CapabilityErrors and the README's
@@ -25,14 +25,20 @@ export const CAPABILITIES: Capabilities = {
 };
 
 export const HINTS = {
-  snapshot:
-    "Kubernetes' API cannot save a pod's filesystem as an image (that takes the node's container runtime): build the set-up environment into the task's image instead (image.build, with options.builder), or snapshot on Docker or Modal",
+  snapshot: remedied(
+    'image-build-with-builder',
+    '(image.build, with options.builder)',
+    (fix) =>
+      `Kubernetes' API cannot save a pod's filesystem as an image (that takes the node's container runtime): build the set-up environment into the task's image instead ${fix}, or snapshot on Docker or Modal`,
+  ),
   network:
     "options.networkPolicy.enforced is false: run the task with network 'public', or enforce NetworkPolicy in the cluster and drop that option (see @berth/backend-k8s's README)",
   networkSwitch: "options.networkPolicy.enforced is false: run the whole task with network 'public'",
-  imageBuild:
+  imageBuild: remedied(
+    'builder',
     'pass options.builder (createRegistryImageBuilder from @berth/backend-docker builds with the local engine and pushes to a registry the cluster pulls from), or build and push the image and pass its reference',
-};
+  ),
+} satisfies CapabilityHints;
 
 /** With options.networkPolicy.enforced false (a cluster said not to enforce NetworkPolicy), only 'public'. */
 export function networkCapabilities(options: K8sBackendOptions): Pick<Capabilities, 'networkModes' | 'networkSwitch'> {

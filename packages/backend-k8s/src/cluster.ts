@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, findHomeDir } from '@kubernetes/client-node';
-import { ConfigError } from '@berth/core';
+import { ConfigError, remedied } from '@berth/core';
 import type { BackendIdentity } from '@berth/core/backend-kit';
 import { keepConnectionsAlive } from './keep-alive-agent.js';
 import type { K8sBackendOptions } from './options.js';
@@ -42,7 +42,7 @@ export class Cluster {
         operation: 'config',
         backend: BACKEND,
         path: 'options.kubeconfig',
-        message: 'the kubeconfig has no current cluster: set a context, or pass options.kubeconfig',
+        ...remedied('kube-context', 'set a context, or pass options.kubeconfig', (fix) => `the kubeconfig has no current cluster: ${fix}`),
       });
     }
     this.server = cluster.server.replace(/\/+$/, '');
@@ -75,7 +75,7 @@ function loadKubeConfig(options: K8sBackendOptions): KubeConfig {
       operation: 'config',
       backend: BACKEND,
       path: 'options.kubeconfig',
-      message: `no kubeconfig found: ${missing}; pass options.kubeconfig, set KUBECONFIG, or create ~/.kube/config`,
+      ...remedied('kubeconfig', 'pass options.kubeconfig, set KUBECONFIG, or create ~/.kube/config', (fix) => `no kubeconfig found: ${missing}; ${fix}`),
     });
   }
   try {
@@ -88,7 +88,11 @@ function loadKubeConfig(options: K8sBackendOptions): KubeConfig {
       operation: 'config',
       backend: BACKEND,
       path: 'options.kubeconfig',
-      message: `cannot load the kubeconfig (${error instanceof Error ? error.message : String(error)}): pass options.kubeconfig { file, context } or set KUBECONFIG`,
+      ...remedied(
+        'kubeconfig-file-context',
+        'pass options.kubeconfig { file, context } or set KUBECONFIG',
+        (fix) => `cannot load the kubeconfig (${error instanceof Error ? error.message : String(error)}): ${fix}`,
+      ),
       cause: error,
     });
   }

@@ -1,12 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { BackendUnavailableError, CapabilityError, ConfigError, type NetworkMode } from '@berth/core';
+import { BackendUnavailableError, CapabilityError, ConfigError, remedied, type NetworkMode } from '@berth/core';
 import { BACKEND, type Cluster } from './cluster.js';
 import { idempotent } from './k8s-errors.js';
 import { NETWORK_POLICY, ensureNetworkPolicy } from './network-policy.js';
 import { probeFromPod, type ProbeResult } from './network-probe.js';
 import type { K8sBackendOptions } from './options.js';
 import { LABEL_NETWORK } from './pod-manifest.js';
+
+/** How a message that cannot check the network from inside says what to set. */
+const PROBE_FIX = (compose: (fix: string) => string) =>
+  remedied('network-probe', 'set options.networkPolicy.probe to an address every public pod reaches', compose);
 
 const DEFAULT_WAIT_MS = 30_000;
 const POLL_MS = 200;
@@ -135,7 +139,10 @@ export class PodNetwork {
           backend: BACKEND,
           environmentId,
           path: 'options.networkPolicy.probe',
-          message: `a public pod cannot reach ${this.#describeTarget()} within ${this.#waitMs} ms, so whether NetworkPolicy is enforced cannot be checked from inside: set options.networkPolicy.probe to an address every public pod reaches`,
+          ...PROBE_FIX(
+            (fix) =>
+              `a public pod cannot reach ${this.#describeTarget()} within ${this.#waitMs} ms, so whether NetworkPolicy is enforced cannot be checked from inside: ${fix}`,
+          ),
         });
       }
       // Still reaching it under the deny-all policy: nothing enforces it.
@@ -186,8 +193,7 @@ export class PodNetwork {
         backend: BACKEND,
         environmentId,
         path: 'options.networkPolicy.probe',
-        message:
-          'the pod has no KUBERNETES_SERVICE_HOST to check its network from inside: set options.networkPolicy.probe to an address every public pod reaches',
+        ...PROBE_FIX((fix) => `the pod has no KUBERNETES_SERVICE_HOST to check its network from inside: ${fix}`),
       });
     return new CapabilityError({
       operation: 'start',

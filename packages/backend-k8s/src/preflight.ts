@@ -1,5 +1,5 @@
 import { AuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
-import type { ImageRef, PreflightCheck } from '@berth/core';
+import { hintRemedy, hintText, remedied, type Hint, type ImageRef, type PreflightCheck } from '@berth/core';
 import { imageCheck, preflightFailure, resolvePullCredential, type PullCredential, type ResolvedPull } from '@berth/core/backend-kit';
 import { BACKEND, IDENTITY, type Cluster, type K8sTarget } from './cluster.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
@@ -25,8 +25,8 @@ const NEEDED: ReadonlyArray<[verb: string, resource: string, subresource?: strin
 ];
 
 /** Why this namespace: a context that names none gets 'default', said, not silently. */
-function namespaceOrigin(target: K8sTarget): string {
-  if (target.namespaceFrom === 'options') return 'namespace from options.namespace';
+function namespaceOrigin(target: K8sTarget): Hint {
+  if (target.namespaceFrom === 'options') return remedied('namespace', 'options.namespace', (option) => `namespace from ${option}`);
   if (target.namespaceFrom === 'context') return `namespace from context "${target.context}"`;
   return `context "${target.context}" names no namespace: 'default' is used`;
 }
@@ -34,14 +34,15 @@ function namespaceOrigin(target: K8sTarget): string {
 /** The API answers in the namespace; pass or fail, the line names the server and the namespace, and why that one. */
 export async function checkApi(cluster: Cluster): Promise<PreflightCheck> {
   const { server, namespace } = cluster;
-  const origin = namespaceOrigin(cluster.target());
+  const originHint = namespaceOrigin(cluster.target());
+  const origin = hintText(originHint);
   try {
     await idempotent(() => cluster.core.listNamespacedPod({ namespace, limit: 1 }));
-    return { name: 'api', status: 'ok', message: `the Kubernetes API at ${server} lists pods in ${namespace} (${origin})` };
+    return { name: 'api', status: 'ok', message: `the Kubernetes API at ${server} lists pods in ${namespace} (${origin})`, ...hintRemedy(originHint) };
   } catch (error) {
     const mapped = mapApiError(error, { operation: 'preflight' }) ?? error;
     const said = mapped instanceof Error ? mapped.message : String(mapped);
-    return preflightFailure('api', mapped, `${said} (API server ${server}, namespace ${namespace}; ${origin})`);
+    return { ...preflightFailure('api', mapped, `${said} (API server ${server}, namespace ${namespace}; ${origin})`), ...hintRemedy(originHint) };
   }
 }
 

@@ -5,6 +5,7 @@ import {
   TaskFailure,
   describeImage,
   isBuiltImage,
+  remedied,
   type EnvironmentSpec,
   type ImageAuth,
   type Operation,
@@ -269,7 +270,10 @@ export class K8sSandbox implements SandboxTransport {
           ...this.#ctx('pull'),
           image: failing?.original ?? '?',
           hadCredentials: this.#hadCredentials,
-          credentialsHint: 'pass spec.image.auth, or name a pull secret (spec.image.auth.secretName or options.imagePullSecrets)',
+          credentialsHint: remedied(
+            'image-auth-pull-secret',
+            'pass spec.image.auth, or name a pull secret (spec.image.auth.secretName or options.imagePullSecrets)',
+          ),
           cause: podReport(this.#id, pod, events),
         });
       }

@@ -4,7 +4,7 @@
 // (FAILED_PRECONDITION), so the version berth sends is the one whose protocol it speaks: that of
 // the Python SDK its fields.json is checked against (test/sdk-descriptors.unit.test.ts). The README's
 // "Client identity" section gives the reasons for the defaults.
-import { ConfigError, type BerthErrorOptions } from '@berth/core';
+import { ConfigError, remedied, type BerthErrorOptions } from '@berth/core';
 import { BACKEND } from './credentials.js';
 import type { ModalBackendOptions } from './options.js';
 import { CLIENT_TYPE_NAMES, clientTypeNumber } from './wire/index.js';
@@ -68,10 +68,14 @@ export function clientVersionRefused(details: string, base: Omit<BerthErrorOptio
   return new ConfigError({
     ...base,
     path: 'options.clientVersion',
-    message:
-      `Modal refused berth's client version: ${details}. berth sends x-modal-client-version from options.clientVersion ` +
-      `(default ${MODAL_SDK_VERSION}, the version of Modal's Python SDK whose protocol @berth/backend-modal ${BERTH_MODAL_VERSION} speaks): ` +
-      'upgrade @berth/backend-modal to a release that follows a version Modal accepts; or, if Modal names a version it accepts ' +
-      "and berth's protocol still works with it, set options.clientVersion (and options.clientType) to it",
+    ...remedied(
+      'modal-client-version',
+      'set options.clientVersion (and options.clientType) to it',
+      (fix) =>
+        `Modal refused berth's client version: ${details}. berth sends x-modal-client-version from options.clientVersion ` +
+        `(default ${MODAL_SDK_VERSION}, the version of Modal's Python SDK whose protocol @berth/backend-modal ${BERTH_MODAL_VERSION} speaks): ` +
+        'upgrade @berth/backend-modal to a release that follows a version Modal accepts; or, if Modal names a version it accepts ' +
+        `and berth's protocol still works with it, ${fix}`,
+    ),
   });
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError } from '@berth/core';
+import { ConfigError, remedied } from '@berth/core';
 import { registerSecret, type BackendIdentity } from '@berth/core/backend-kit';
 import type { ModalBackendOptions } from './options.js';
 
@@ -43,7 +43,11 @@ export function resolveCredentials(options: ModalBackendOptions): ModalCredentia
       operation: 'config',
       backend: BACKEND,
       path: 'options.tokenId',
-      message: `no Modal token: pass options.tokenId and options.tokenSecret, set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET, or run \`modal token new\` (looked in ${path})`,
+      ...remedied(
+        'modal-token',
+        'pass options.tokenId and options.tokenSecret, set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET',
+        (fix) => `no Modal token found: ${fix}, or run \`modal token new\` (looked in ${path})`,
+      ),
     });
   }
   registerSecret(tokenSecret);

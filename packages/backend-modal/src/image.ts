@@ -1,4 +1,4 @@
-import { CapabilityError, ConfigError, parseImageRef, type ImageAuth, type ImageBuild, type ImageRef, type MirrorRule } from '@berth/core';
+import { CapabilityError, ConfigError, parseImageRef, remedied, type ImageAuth, type ImageBuild, type ImageRef, type MirrorRule } from '@berth/core';
 import { pullFailure, registerSecret, resolvePull, resolvePullCredential, type PullCredential } from '@berth/core/backend-kit';
 import { uploadContext } from './context-mount.js';
 import { BACKEND, IDENTITY } from './credentials.js';
@@ -172,6 +172,9 @@ export class ImageBuilds {
   }
 }
 
+/** How a Modal user passes registry credentials, for pull errors. */
+export const CREDENTIALS_HINT = remedied('image-auth-modal-secret', 'pass spec.image.auth ({ username, password } or { secretName } of a Modal secret)');
+
 /** A failed image build in berth's terms: the registry's words (exception and log) decide the reason. */
 export function imageFailure(plan: ImagePlan, result: GenericResult, lines: readonly string[]): Error {
   const exception = result.exception?.trim() ?? '';
@@ -181,6 +184,6 @@ export function imageFailure(plan: ImagePlan, result: GenericResult, lines: read
     backend: BACKEND,
     image: plan.ref.original,
     hadCredentials: plan.hadCredentials,
-    credentialsHint: 'pass spec.image.auth ({ username, password } or { secretName } of a Modal secret)',
+    credentialsHint: CREDENTIALS_HINT,
   });
 }

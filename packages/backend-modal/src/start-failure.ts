@@ -4,7 +4,7 @@
 // the sandbox's life, not the reading of its end.
 import { ConfigError, SandboxLostError, type ImageRef, type Operation } from '@berth/core';
 import { probeImage, pullFailure } from '@berth/core/backend-kit';
-import type { ImagePlan } from './image.js';
+import { CREDENTIALS_HINT, type ImagePlan } from './image.js';
 import { endReason } from './sandbox-result.js';
 import type { GenericResult } from './wire/index.js';
 
@@ -35,7 +35,7 @@ export async function startFailure(result: GenericResult, plan: ImagePlan, at: S
         image: plan.ref.original,
         hadCredentials: plan.hadCredentials,
         retryAfterMs: probe.retryAfterMs,
-        credentialsHint: 'pass spec.image.auth ({ username, password } or { secretName } of a Modal secret)',
+        credentialsHint: CREDENTIALS_HINT,
         cause: new Error(text),
       });
     }

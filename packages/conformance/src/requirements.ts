@@ -1,4 +1,4 @@
-import type { Capabilities } from '@berth/core';
+import { hintText, type Capabilities } from '@berth/core';
 import type { CapabilityHints } from '@berth/core/backend-kit';
 
 // Which conformance cases need which capability, in one place: the suite skips a case the backend
@@ -33,7 +33,7 @@ export const CASE_REQUIREMENTS: Readonly<Record<string, Requirement>> = {
 export function capabilityGap(id: string, capabilities: Capabilities, hints: CapabilityHints = {}): string | undefined {
   const requirement = CASE_REQUIREMENTS[id];
   if (!requirement || requirement[0](capabilities)) return undefined;
-  const hint = hints[requirement[2]];
+  const hint = hintText(hints[requirement[2]]);
   return `the backend does not claim ${requirement[1]}${hint ? ` (${hint})` : ''}`;
 }
 

@@ -1,4 +1,5 @@
 import type { TypedEvents } from './events.js';
+import type { Hint, Remedy } from './errors/remedy.js';
 import type { BuildProgress } from './build-spec.js';
 import type { EnvironmentSpec, EnvironmentSpecInput, ImageAuth } from './spec.js';
 
@@ -210,6 +211,8 @@ export interface PreflightCheck {
   name: string;
   status: PreflightStatus;
   message: string;
+  /** The option or flag the message names, when it names one (a failed check's error carries its own). */
+  remedy?: Remedy;
   /** The error behind a failed check, serialised (secrets redacted). */
   error?: import('./errors.js').SerializedError;
 }
@@ -252,7 +255,10 @@ export interface SweepReport {
   wouldRemove?: string[];
 }
 
-/** What to tell a user of this backend instead, per capability it lacks (e.g. 'use a bind mount of an extracted copy'). */
+/**
+ * What to tell a user of this backend instead, per capability it lacks (e.g. 'use a bind mount of an
+ * extracted copy'); `remedied(...)` when the words name an option a remedy stands for.
+ */
 export type CapabilityHints = Partial<
   Record<
     | 'gpus'
@@ -269,7 +275,7 @@ export type CapabilityHints = Partial<
     | 'imageBuild'
     | 'imageAuth'
     | 'snapshot',
-    string
+    Hint
   >
 >;
 

@@ -4,6 +4,7 @@ import { BerthError, hasMarker, type BerthErrorOptions, type FailureCategory } f
 
 export * from './errors/berth-error.js';
 export * from './errors/start-errors.js';
+export * from './errors/remedy.js';
 
 const sandboxLost = Symbol.for('berth.error.SandboxLostError');
 /** The sandbox died, was evicted or vanished while berth was using it. */

@@ -4,6 +4,7 @@ import {
   ConfigError,
   RunMismatchError,
   pooled,
+  remedied,
   runTrials,
   type Backend,
   type PoolOptions,
@@ -229,7 +230,11 @@ export async function runHarborJob(options: HarborJobOptions): Promise<RunResult
       path: 'jobDir',
       location: jobDir,
       changes: error.changes,
-      message: `job directory ${jobDir} holds a different run: ${error.changes.join('; ')}; resume with the same tasks and options, or pass fresh: true to start over (the old job is moved aside, not deleted), or use another jobDir`,
+      ...remedied(
+        'fresh-job',
+        'pass fresh: true to start over (the old job is moved aside, not deleted), or use another jobDir',
+        (fix) => `job directory ${jobDir} holds a different run: ${error.changes.join('; ')}; resume with the same tasks and options, or ${fix}`,
+      ),
       cause: error,
     });
   } finally {

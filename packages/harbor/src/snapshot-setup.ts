@@ -1,4 +1,4 @@
-import { ConfigError, type Backend, type EnvironmentSpecInput, type Snapshot } from '@berth/core';
+import { ConfigError, remedied, type Backend, type EnvironmentSpecInput, type Snapshot } from '@berth/core';
 import { setUpTaskSandbox } from './sandbox-setup.js';
 import type { HarborTask } from './task.js';
 
@@ -40,14 +40,18 @@ export class TaskSnapshots {
       throw new ConfigError({
         operation: 'config',
         path: 'snapshotSetup',
-        message: `the ${backend.name} backend cannot snapshot a sandbox (capabilities.snapshot is false): run without snapshotSetup, or on a backend that can (docker, modal)`,
+        ...remedied(
+          'no-snapshot-setup',
+          'run without snapshotSetup',
+          (fix) => `the ${backend.name} backend cannot snapshot a sandbox (capabilities.snapshot is false): ${fix}, or on a backend that can (docker, modal)`,
+        ),
       });
     }
     if (typeof setup.command !== 'string' || setup.command.trim() === '') {
       throw new ConfigError({
         operation: 'config',
         path: 'snapshotSetup.command',
-        message: 'snapshotSetup.command is the shell command that sets a task up; got none',
+        ...remedied('snapshot-setup-command', 'snapshotSetup.command', (option) => `${option} is the shell command that sets a task up; got none`),
       });
     }
     this.#backend = backend;
@@ -82,7 +86,12 @@ export class TaskSnapshots {
           operation: 'config',
           path: 'snapshotSetup.command',
           environmentId: env.id,
-          message: `the snapshot setup of task ${task.id} ${why}: ${(result.stderr || result.stdout).trim().slice(-300) || '(no output)'}; fix the command, or run without snapshotSetup`,
+          ...remedied(
+            'no-snapshot-setup',
+            'run without snapshotSetup',
+            (fix) =>
+              `the snapshot setup of task ${task.id} ${why}: ${(result.stderr || result.stdout).trim().slice(-300) || '(no output)'}; fix the command, or ${fix}`,
+          ),
         });
       }
       return await env.snapshot({ signal });

@@ -1,4 +1,5 @@
 import { redactSecrets } from '../redact.js';
+import type { Remedy } from './remedy.js';
 
 /**
  * Why an operation failed, in the terms a runner acts on:
@@ -34,6 +35,8 @@ export interface BerthErrorOptions {
   environmentId?: string;
   /** A hint from the infrastructure (e.g. a 429's retry-after) for when a retry makes sense. */
   retryAfterMs?: number;
+  /** What fixes it, when the message names an option, flag or action: its `says` is in the message, word for word. */
+  remedy?: Remedy;
 }
 
 /** The JSON form of an error and its whole cause chain, secrets redacted. */
@@ -47,6 +50,7 @@ export interface SerializedError {
   backend?: string;
   environmentId?: string;
   retryAfterMs?: number;
+  remedy?: Remedy;
   code?: string | number;
   statusCode?: number;
   details?: Record<string, string | number | boolean | null>;
@@ -75,6 +79,8 @@ export abstract class BerthError extends Error {
   readonly backend?: string;
   readonly environmentId?: string;
   readonly retryAfterMs?: number;
+  /** What fixes it (see Remedy): set where the message is built, so the two agree. */
+  readonly remedy?: Remedy;
 
   constructor(options: BerthErrorOptions) {
     super(options.message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -83,6 +89,7 @@ export abstract class BerthError extends Error {
     if (options.backend !== undefined) this.backend = options.backend;
     if (options.environmentId !== undefined) this.environmentId = options.environmentId;
     if (options.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs;
+    if (options.remedy !== undefined) this.remedy = { id: options.remedy.id, says: options.remedy.says };
   }
 
   static isInstance(error: unknown): error is BerthError {
@@ -113,6 +120,8 @@ export abstract class BerthError extends Error {
     if (this.backend) out.backend = this.backend;
     if (this.environmentId) out.environmentId = this.environmentId;
     if (this.retryAfterMs !== undefined) out.retryAfterMs = this.retryAfterMs;
+    // Redacted as the message is, so its words are still found in it.
+    if (this.remedy) out.remedy = { id: this.remedy.id, says: redactSecrets(this.remedy.says) };
     const details = this.details();
     if (details) out.details = details;
     if (this.cause !== undefined) out.cause = serializeError(this.cause, seen);

@@ -1,5 +1,5 @@
 import type { ImageBuild } from '../build-spec.js';
-import { ImageBuildError, type BerthError } from '../errors.js';
+import { ImageBuildError, type BerthError, type Hint } from '../errors.js';
 import { pullFailure } from './pull-failure.js';
 
 /**
@@ -23,7 +23,7 @@ export interface BuildFailureContext {
   /** The base image, when the failing step was pulling it (a FROM step). */
   baseImage?: string;
   /** How a user of this backend passes credentials for base images. */
-  credentialsHint?: string;
+  credentialsHint?: Hint;
   cause?: unknown;
 }
 

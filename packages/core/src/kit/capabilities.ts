@@ -1,7 +1,7 @@
 import type { Capabilities, CapabilityHints, ExecOptions } from '../contract.js';
 
 export type { CapabilityHints };
-import { CapabilityError, type Operation } from '../errors.js';
+import { CapabilityError, hintRemedy, hintText, type Operation } from '../errors.js';
 import { isBuiltImage, type EnvironmentSpec } from '../spec.js';
 
 /**
@@ -37,7 +37,13 @@ export function refuseExecTty(
  */
 export function assertSupported(spec: EnvironmentSpec, capabilities: Capabilities, backend: string, hints: CapabilityHints = {}): void {
   const refuse = (capability: keyof CapabilityHints, what: string, fallback: string) =>
-    new CapabilityError({ operation: 'config', backend, capability, message: `the ${backend} backend ${what}; ${hints[capability] ?? fallback}` });
+    new CapabilityError({
+      operation: 'config',
+      backend,
+      capability,
+      ...hintRemedy(hints[capability]),
+      message: `the ${backend} backend ${what}; ${hintText(hints[capability]) ?? fallback}`,
+    });
   if (isBuiltImage(spec.image) && !capabilities.imageBuild) {
     throw refuse(
       'imageBuild',

@@ -1,4 +1,5 @@
 import type { Capabilities, ImageAuthKind } from '../contract.js';
+import { hintText } from '../errors/remedy.js';
 import type { CapabilityHints } from './capabilities.js';
 
 /** A backend as the table sees it: what it claims, and what it says instead where it does not. */
@@ -47,7 +48,7 @@ export function capabilityTable(backends: readonly CapabilitySource[]): string {
   const header = `| capability | ${backends.map((b) => b.name).join(' | ')} |`;
   const rule = `|---|${backends.map(() => '---').join('|')}|`;
   const rows = ROWS.map(([what, claimed, hint]) => {
-    const cells = backends.map((b) => (claimed(b.capabilities) ? 'yes' : `no${b.hints?.[hint] ? `: ${b.hints[hint]}` : ''}`));
+    const cells = backends.map((b) => (claimed(b.capabilities) ? 'yes' : `no${b.hints?.[hint] ? `: ${hintText(b.hints[hint])}` : ''}`));
     return `| ${what} | ${cells.map(cell).join(' | ')} |`;
   });
   return [header, rule, ...rows].join('\n');

@@ -1,4 +1,4 @@
-import { ConfigError, ImagePullError, type BerthError, type ImagePullReason, type Operation } from '../errors.js';
+import { ConfigError, ImagePullError, hintRemedy, hintText, remedied, type BerthError, type Hint, type ImagePullReason, type Operation } from '../errors.js';
 
 /**
  * Classify the text of a failed pull. The registry's words are all a backend gets, whether they
@@ -24,8 +24,8 @@ export interface PullFailureContext {
   image: string;
   /** Were credentials sent with the pull? */
   hadCredentials: boolean;
-  /** How a user of this backend passes credentials, for the unauthorized hint. */
-  credentialsHint?: string;
+  /** How a user of this backend passes credentials, for the unauthorized hint (remedied when it names the options). */
+  credentialsHint?: Hint;
   /** The wait a rate-limited answer asked for (a probe's Retry-After), kept on the error for retries. */
   retryAfterMs?: number;
   cause?: unknown;
@@ -43,16 +43,24 @@ export function pullFailure(message: string, ctx: PullFailureContext): BerthErro
     return new ConfigError({ ...base, path: 'spec.image', message: `invalid image reference "${ctx.image}": ${message}` });
   }
   const reason = pullReason(message, ctx.hadCredentials);
+  const credentials = reason === 'unauthorized' && !ctx.hadCredentials ? (ctx.credentialsHint ?? remedied('image-auth', 'pass spec.image.auth')) : undefined;
   const hint =
     reason === 'unauthorized'
       ? ctx.hadCredentials
         ? ' (the registry rejected the credentials given)'
-        : ` (no credentials were found for this registry: ${ctx.credentialsHint ?? 'pass spec.image.auth'})`
+        : ` (no credentials were found for this registry: ${hintText(credentials)})`
       : reason === 'not_found'
         ? ' (check the repository name and tag)'
         : '';
   const wait = reason === 'rate_limited' && ctx.retryAfterMs !== undefined ? { retryAfterMs: ctx.retryAfterMs } : {};
-  return new ImagePullError({ ...base, ...wait, image: ctx.image, reason, message: `pulling ${ctx.image} failed: ${message}${hint}` });
+  return new ImagePullError({
+    ...base,
+    ...wait,
+    ...hintRemedy(credentials),
+    image: ctx.image,
+    reason,
+    message: `pulling ${ctx.image} failed: ${message}${hint}`,
+  });
 }
 
 /** The image is not there and the backend was told never to pull it. */

@@ -1,6 +1,6 @@
 import { cancelledFrom, throwIfAborted } from '../abort.js';
 import type { Snapshot } from '../contract.js';
-import { BerthError, CapabilityError, type Operation } from '../errors.js';
+import { BerthError, CapabilityError, hintRemedy, hintText, type Hint, type Operation } from '../errors.js';
 import type { SandboxTransport } from './transport.js';
 
 export interface TakeSnapshot {
@@ -8,7 +8,7 @@ export interface TakeSnapshot {
   /** The backend claims the snapshot capability. */
   claimed: boolean;
   /** What the backend says instead when it does not. */
-  hint?: string;
+  hint?: Hint;
   ctx: { operation: Operation; backend: string; environmentId: string };
   labels: Readonly<Record<string, string>>;
   signal?: AbortSignal;
@@ -26,7 +26,8 @@ export async function takeSnapshot(t: TakeSnapshot): Promise<Snapshot> {
     throw new CapabilityError({
       ...ctx,
       capability: 'snapshot',
-      message: `the ${ctx.backend} backend cannot save a sandbox's filesystem as an image (env.snapshot())${t.hint ? `: ${t.hint}` : ''}`,
+      ...hintRemedy(t.hint),
+      message: `the ${ctx.backend} backend cannot save a sandbox's filesystem as an image (env.snapshot())${t.hint ? `: ${hintText(t.hint)}` : ''}`,
     });
   }
   throwIfAborted(t.signal, ctx);

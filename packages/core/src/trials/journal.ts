@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, ftruncateSync, fstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ConfigError } from '../errors.js';
+import { ConfigError, remedied } from '../errors.js';
 import { setAside } from '../set-aside.js';
 import { RunMismatchError, identityChanges, type JournalIdentity, type RunIdentity } from './run-identity.js';
 import type { AttemptRecord, JsonValue } from './types.js';
@@ -82,8 +82,9 @@ export interface JournalState {
 
 const START_OVER = 'pass fresh: true to start over (the old journal is kept beside it), or use another journal path';
 
-function mismatch(path: string, message: string, changes: readonly string[]): RunMismatchError {
-  return new RunMismatchError({ operation: 'config', path: 'journal', location: path, changes, message });
+/** The refusal `compose` words around the way on (START_OVER), which it names as its remedy. */
+function mismatch(path: string, compose: (startOver: string) => string, changes: readonly string[]): RunMismatchError {
+  return new RunMismatchError({ operation: 'config', path: 'journal', location: path, changes, ...remedied('fresh-journal', START_OVER, compose) });
 }
 
 /** Moves an existing, non-empty journal aside; returns where it went. */
@@ -166,7 +167,8 @@ export class RunJournal {
       const change = `journal version (${header.version} there, ${JOURNAL_VERSION} here)`;
       throw mismatch(
         path,
-        `journal ${path} was written by another berth (version ${header.version}; this one writes ${JOURNAL_VERSION}) and cannot be resumed; ${START_OVER}`,
+        (startOver) =>
+          `journal ${path} was written by another berth (version ${header.version}; this one writes ${JOURNAL_VERSION}) and cannot be resumed; ${startOver}`,
         [change],
       );
     }
@@ -175,7 +177,7 @@ export class RunJournal {
     if (changes.length === 0) changes.push('the order of the tasks');
     throw mismatch(
       path,
-      `journal ${path} belongs to a different run: ${changes.join('; ')}; resume with the same tasks and options, or ${START_OVER}`,
+      (startOver) => `journal ${path} belongs to a different run: ${changes.join('; ')}; resume with the same tasks and options, or ${startOver}`,
       changes,
     );
   }
