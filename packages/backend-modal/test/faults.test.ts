@@ -6,7 +6,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { execInFlight } from '@berth/conformance';
 import { BackendAuthError, ImagePullError, SandboxLostError, classifyFailure, type Environment } from '@berth/core';
 import { createModalBackend, type ModalBackendOptions } from '@berth/backend-modal';
-import { ModalSimulator } from './sim/index.js';
+import { Code, ModalSimulator } from './sim/index.js';
 
 const sim = await ModalSimulator.start({ longPollMs: 2000 });
 const PRIVATE = '127.0.0.1:5000/berth/private-busybox:latest';
@@ -86,19 +86,31 @@ describe('Modal faults through the simulator', () => {
 
   it('a stdio stream cut mid-read is resumed from its offset: no byte lost, none repeated', async () => {
     const env = await started();
-    sim.faults.cutStdioAfter(100_000);
+    const before = sim.faults.stdioReads.length;
+    sim.faults.cutStdioAfter(100_000, 'stdout');
     const result = await env.exec('head -c 3000000 /dev/zero | tr "\\0" x; echo; echo end');
     expect(result.exitCode).toBe(0);
     expect(result.stdout.length).toBe(3_000_000 + 1 + 4);
     expect(result.stdout.endsWith('x\nend\n')).toBe(true);
     expect(/^x+$/.test(result.stdout.slice(0, 3_000_000))).toBe(true);
+    // The cut hit stdout's first read, and reading resumed exactly where it stopped.
+    const stdout = sim.faults.stdioReads.slice(before).filter((r) => r.descriptor === 'stdout');
+    expect(stdout.slice(0, 2)).toEqual([
+      { descriptor: 'stdout', offset: 0, cutAfter: 100_000 },
+      { descriptor: 'stdout', offset: 100_000 },
+    ]);
   });
 
   it('an expired router JWT is refreshed once, invisibly', async () => {
     const env = await started();
     await env.exec('true');
+    const before = sim.calls.length;
     sim.faults.expireRouterJwts();
     await expect(env.exec('echo again')).resolves.toMatchObject({ exitCode: 0, stdout: 'again\n' });
+    const after = sim.calls.slice(before);
+    // The router refused the old token, and berth asked for a new one exactly once.
+    expect(after.filter((c) => c.path.startsWith('/modal.task_command_router.') && c.code === Code.UNAUTHENTICATED).length).toBeGreaterThan(0);
+    expect(after.filter((c) => /CommandRouterAccess$/.test(c.path))).toHaveLength(1);
   });
 
   it('a slow long-poll and reset HTTP/2 connections (RST_STREAM, GOAWAY) do not fail a command', async () => {
@@ -106,14 +118,23 @@ describe('Modal faults through the simulator', () => {
     sim.faults.slowLongPoll(1500);
     await expect(env.exec('echo slow')).resolves.toMatchObject({ stdout: 'slow\n' });
     sim.faults.slowLongPoll(0);
-    const running = env.exec('sleep 1; echo after');
-    await new Promise((r) => setTimeout(r, 300));
-    sim.faults.resetConnections('goaway');
-    await expect(running).resolves.toMatchObject({ exitCode: 0, stdout: 'after\n' });
-    const again = env.exec('sleep 1; echo rst');
-    await new Promise((r) => setTimeout(r, 300));
-    sim.faults.resetConnections('rst');
-    await expect(again).resolves.toMatchObject({ exitCode: 0, stdout: 'rst\n' });
+    // Each fault lands once the command runs (its marker arrived), on the exec's calls in flight.
+    const goaway = execInFlight(env, 'sleep 1; echo after');
+    await goaway.started;
+    const sessions = sim.sessionsOpened;
+    expect(sim.faults.resetConnections('goaway')).toBeGreaterThan(0);
+    await expect(goaway.result).resolves.toMatchObject({ exitCode: 0, stdout: expect.stringMatching(/\nafter\n$/) });
+    // New calls went to a new connection: the client took the GOAWAY.
+    await expect(env.exec('echo next')).resolves.toMatchObject({ stdout: 'next\n' });
+    expect(sim.sessionsOpened).toBeGreaterThan(sessions);
+
+    const rst = execInFlight(env, 'sleep 1; echo rst');
+    await rst.started;
+    const before = sim.calls.length;
+    expect(sim.faults.resetConnections('rst')).toBeGreaterThan(0);
+    await expect(rst.result).resolves.toMatchObject({ exitCode: 0, stdout: expect.stringMatching(/\nrst\n$/) });
+    // The exec's own calls were among those reset (and were asked again).
+    expect(sim.calls.slice(before).filter((c) => c.reset && /\/TaskExec\w+$/.test(c.path)).length).toBeGreaterThan(0);
   });
 
   it('a container that cannot be loaded (FetchSpec failed) whose image is pullable is transient; one whose image is gone is ImagePullError not_found', async () => {

@@ -43,6 +43,15 @@ async function running(definition = {}, extra = {}) {
   return { sandboxId, taskId, jwt: await h.jwt(taskId) };
 }
 
+/** Polls `ready` until true; throws saying what never happened. */
+async function until(ready: () => boolean, withinMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!ready()) {
+    if (Date.now() > deadline) throw new Error(`waited ${withinMs} ms for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 const simContainers = async (value?: string) =>
   docker.listContainers({ all: true, filters: { label: [value ? `${SIM_LABEL}=${value}` : SIM_LABEL, `berth.owner-pid=${process.pid}`] } });
 
@@ -353,15 +362,18 @@ describe('exec through the router', () => {
 describe('faults', () => {
   it('vanish: the container goes and the sandbox is NOT_FOUND everywhere, even for a call already waiting', async () => {
     const { sandboxId, taskId, jwt } = await running();
+    const parked = sim.waitingOn(sandboxId);
     const waiting = h.cp('SandboxWait', { sandbox_id: sandboxId, timeout: 10 });
-    await new Promise((r) => setTimeout(r, 200));
+    // Vanished once the call is parked in the simulator, waiting on the sandbox (not on its way).
+    await until(() => sim.waitingOn(sandboxId) > parked, 5_000, 'the SandboxWait to be parked');
     await sim.faults.vanish(sandboxId);
     expect(await waiting).toMatchObject({ code: Code.NOT_FOUND, message: `Sandbox ${sandboxId} not found` });
     expect(await simContainers(sandboxId)).toHaveLength(0);
     for (const rpc of ['SandboxGetTaskId', 'SandboxWait', 'SandboxTerminate']) expect((await h.cp(rpc, { sandbox_id: sandboxId })).code).toBe(Code.NOT_FOUND);
     expect((await h.router('TaskExecPoll', { task_id: taskId, exec_id: 'x' }, jwt)).code).toBe(Code.NOT_FOUND);
     expect((await h.cp('TaskGetCommandRouterAccess', { task_id: taskId })).code).toBe(Code.NOT_FOUND);
-    const listed = (await h.ok('SandboxList', { app_id: appId, include_finished: true })).sandboxes as Array<{ id: string }>;
+    // An empty list has no field at all on the wire (this test run alone lists nothing).
+    const listed = ((await h.ok('SandboxList', { app_id: appId, include_finished: true })).sandboxes ?? []) as Array<{ id: string }>;
     expect(listed.map((s) => s.id)).not.toContain(sandboxId);
   });
 

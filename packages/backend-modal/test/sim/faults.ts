@@ -8,7 +8,15 @@ export interface FaultTargets {
   evict(sandboxId: string): Promise<void>;
   expireRouterJwts(): void;
   expireAuthTokens(): void;
-  resetConnections(mode: 'rst' | 'goaway'): void;
+  /** Returns the calls in flight it hit (reset, or left to finish on a closing connection). */
+  resetConnections(mode: 'rst' | 'goaway'): number;
+}
+
+/** One TaskExecStdioRead as served: which stream, from where, and the cut it took (bytes), if any. */
+export interface StdioRead {
+  descriptor: 'stdout' | 'stderr';
+  offset: number;
+  cutAfter?: number;
 }
 
 interface Failure {
@@ -21,7 +29,9 @@ interface Failure {
 export class Faults {
   #fetchSpec = 0;
   #rateLimit = { left: 0, retryAfterSecs: 0 };
-  #stdioCuts: number[] = [];
+  #stdioCuts: Array<{ bytes: number; descriptor?: 'stdout' | 'stderr' }> = [];
+  /** Every TaskExecStdioRead served, in order of arrival: tests see which stream a cut hit and where reading resumed. */
+  readonly stdioReads: StdioRead[] = [];
   #slowMs = 0;
   #failures: Failure[] = [];
   #killsAs: 'FAILURE' | 'INTERNAL_FAILURE' = 'FAILURE';
@@ -49,9 +59,9 @@ export class Faults {
     this.#rateLimit = { left: opts.count ?? 1, retryAfterSecs: opts.retryAfterSecs };
   }
 
-  /** The next TaskExecStdioRead stream is reset (RST_STREAM) after sending `bytes` bytes. */
-  cutStdioAfter(bytes: number): void {
-    this.#stdioCuts.push(bytes);
+  /** The next TaskExecStdioRead stream (of `descriptor`, when given) is reset (RST_STREAM) after sending `bytes` bytes. */
+  cutStdioAfter(bytes: number, descriptor?: 'stdout' | 'stderr'): void {
+    this.#stdioCuts.push({ bytes, ...(descriptor ? { descriptor } : {}) });
   }
 
   /** Every router JWT issued so far is refused (UNAUTHENTICATED) from now on. */
@@ -86,9 +96,9 @@ export class Faults {
     this.#slowMs = ms;
   }
 
-  /** 'rst': reset every stream in flight; 'goaway': GOAWAY on every connection. */
-  resetConnections(mode: 'rst' | 'goaway'): void {
-    this.targets.resetConnections(mode);
+  /** 'rst': reset every stream in flight; 'goaway': GOAWAY on every connection. Returns the calls in flight it hit. */
+  resetConnections(mode: 'rst' | 'goaway'): number {
+    return this.targets.resetConnections(mode);
   }
 
   /** The next `count` calls to `path` (full path, or just the RPC name) answer with this status. */
@@ -124,8 +134,12 @@ export class Faults {
     return this.#rateLimit.retryAfterSecs;
   }
 
-  takeStdioCut(): number | undefined {
-    return this.#stdioCuts.shift();
+  /** The cut this read takes, if one is armed for its stream; the read is logged in stdioReads either way. */
+  takeStdioCut(read: { descriptor: 'stdout' | 'stderr'; offset: number }): number | undefined {
+    const at = this.#stdioCuts.findIndex((c) => c.descriptor === undefined || c.descriptor === read.descriptor);
+    const cut = at < 0 ? undefined : this.#stdioCuts.splice(at, 1)[0]!.bytes;
+    this.stdioReads.push({ ...read, ...(cut !== undefined ? { cutAfter: cut } : {}) });
+    return cut;
   }
 
   get slowLongPollMs(): number {

@@ -113,6 +113,8 @@ export class GrpcServer {
   readonly #server: Http2SecureServer;
   readonly #sessions = new Set<Http2Session>();
   readonly #streams = new Set<ServerHttp2Stream>();
+  /** Connections (HTTP/2 sessions) accepted so far: a client that reconnected after a GOAWAY shows here. */
+  sessionsOpened = 0;
   /** One listener per stream in flight (removed as each ends): many at once is load, not a leak. */
   readonly #closing = (() => {
     const controller = new AbortController();
@@ -154,19 +156,28 @@ export class GrpcServer {
   }
 
   #adopt(session: Http2Session): void {
+    this.sessionsOpened++;
     this.#sessions.add(session);
     session.on('close', () => this.#sessions.delete(session));
     session.on('error', () => undefined);
   }
 
-  /** Reset every stream in flight with RST_STREAM (INTERNAL_ERROR). */
-  resetStreams(): void {
-    for (const stream of this.#streams) if (!stream.closed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+  /** Reset every stream in flight with RST_STREAM (INTERNAL_ERROR); returns how many it reset. */
+  resetStreams(): number {
+    let reset = 0;
+    for (const stream of this.#streams) {
+      if (stream.closed) continue;
+      stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+      reset++;
+    }
+    return reset;
   }
 
-  /** GOAWAY on every connection: calls in flight finish, new ones need a new connection. */
-  goaway(): void {
+  /** GOAWAY on every connection: calls in flight finish, new ones need a new connection. Returns the calls in flight then. */
+  goaway(): number {
+    const inFlight = [...this.#streams].filter((s) => !s.closed).length;
     for (const session of this.#sessions) if (!session.closed) session.close();
+    return inFlight;
   }
 
   async close(): Promise<void> {

@@ -79,11 +79,7 @@ export class ModalSimulator {
       evict: (id) => this.#sandboxes.evict(id),
       expireRouterJwts: () => this.#tokens.expireAll(),
       expireAuthTokens: () => this.#authTokens.expireAll(),
-      resetConnections: (mode) => {
-        for (const server of this.#servers)
-          if (mode === 'rst') server.resetStreams();
-          else server.goaway();
-      },
+      resetConnections: (mode) => this.#servers.reduce((hit, server) => hit + (mode === 'rst' ? server.resetStreams() : server.goaway()), 0),
     });
     const secretEnv = (id: string) => this.#secrets.get(id)?.env;
     const labels = (simId: string) => this.#labels(simId);
@@ -145,6 +141,11 @@ export class ModalSimulator {
     this.#secrets.set(id, { id, name, env: { ...env } });
   }
 
+  /** Connections accepted so far, on every origin: a client that reconnected after a GOAWAY shows here. */
+  get sessionsOpened(): number {
+    return this.#servers.reduce((n, server) => n + server.sessionsOpened, 0);
+  }
+
   /** How many auth tokens AuthTokenGet has handed out (clients cache them). */
   get authTokensIssued(): number {
     return this.#authTokens.issuedCount;
@@ -158,6 +159,11 @@ export class ModalSimulator {
   /** The Sandbox definition SandboxCreate received for this sandbox, decoded. */
   definition(sandboxId: string): Msg | undefined {
     return this.#sandboxes.definition(sandboxId);
+  }
+
+  /** How many calls (SandboxWait, SandboxGetTaskId long polls) are parked waiting on this sandbox now. */
+  waitingOn(sandboxId: string): number {
+    return this.#sandboxes.waiting(sandboxId);
   }
 
   /** The network policy a sandbox has now (its last TaskSetNetworkAccess, else its definition's) and whether it is on the bridge. */

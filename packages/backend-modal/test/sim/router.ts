@@ -115,9 +115,10 @@ export function routerMethods(deps: RouterDeps): MethodTable {
   table.stream('TaskExecStdioRead', async (req, ctx, send) => {
     const record = enter(req, ctx);
     const exec = await execOf(record, req);
-    const buffer = req.file_descriptor === 'TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDERR' ? exec.stderr : exec.stdout;
+    const descriptor = req.file_descriptor === 'TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDERR' ? 'stderr' : 'stdout';
+    const buffer = descriptor === 'stderr' ? exec.stderr : exec.stdout;
     let offset = Number(req.offset ?? 0);
-    let budget = faults.takeStdioCut();
+    let budget = faults.takeStdioCut({ descriptor, offset });
     for (;;) {
       while (offset < buffer.length) {
         if (budget === 0) return resetAfterFlush(ctx);

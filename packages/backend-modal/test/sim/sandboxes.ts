@@ -113,6 +113,11 @@ export class Sandboxes {
     return this.#byId.get(id)?.definition;
   }
 
+  /** How many calls wait on this sandbox's next change (long polls parked on it). */
+  waiting(id: string): number {
+    return this.#byId.get(id)?.changes.waiting ?? 0;
+  }
+
   network(id: string): { access: Msg; attached: boolean } | undefined {
     const n = this.#byId.get(id)?.network;
     return n && { access: n.access, attached: n.attached };

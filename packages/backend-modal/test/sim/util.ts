@@ -40,6 +40,11 @@ export class Changes {
   next(): Promise<void> {
     return new Promise((resolve) => this.#waiters.add(resolve));
   }
+
+  /** How many are waiting for the next change (for tests: a long poll is parked, not on its way). */
+  get waiting(): number {
+    return this.#waiters.size;
+  }
 }
 
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
