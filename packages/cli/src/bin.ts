@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { BerthError, CancelledError, CapabilityError, ConfigError, redactSecrets } from '@berth/core';
 import { CommanderError } from 'commander';
-import { cliWords } from './cli-words.js';
+import { cliWords, remediesOf } from './cli-words.js';
 import { buildProgram } from './program.js';
 import { ExitStatusError, UsageError } from './usage-error.js';
 
@@ -27,7 +27,7 @@ try {
   } else {
     const shown = error instanceof ExitStatusError ? error.cause : error;
     const kind = BerthError.isInstance(shown) ? `${shown.type}: ` : '';
-    process.stderr.write(`berth: ${kind}${cliWords(redactSecrets((shown as Error)?.message ?? String(shown)))}\n`);
+    process.stderr.write(`berth: ${kind}${cliWords(redactSecrets((shown as Error)?.message ?? String(shown)), remediesOf(shown))}\n`);
     process.exitCode = error instanceof ExitStatusError ? error.exitCode : exitCodeFor(error);
   }
 }

@@ -112,38 +112,6 @@ describe('failure fingerprints', () => {
   });
 });
 
-describe('library hints in the CLI', () => {
-  it("every 'pass spec.… / options.…' hint the libraries give is said with flags or files instead", async () => {
-    const { cliWords } = await import('../src/cli-words.js');
-    const { readdir, readFile: read } = await import('node:fs/promises');
-    const root = join(import.meta.dirname, '..', '..');
-    const hints: string[] = [];
-    for (const pkg of ['core', 'backend-docker', 'backend-k8s', 'backend-modal', 'harbor']) {
-      const files = (await readdir(join(root, pkg, 'src'), { recursive: true })).filter((f) => f.endsWith('.ts'));
-      for (const file of files) {
-        const text = await read(join(root, pkg, 'src', file), 'utf8');
-        // The hint as written in a message string, up to the end of the string literal.
-        for (const m of text.matchAll(/(?:pass|use|set) (?:spec|options)\.[^'`"]*|use agent 'none'[^'`"]*|pass fresh: true[^'`"]*/g)) hints.push(m[0]);
-      }
-    }
-    expect(hints.length).toBeGreaterThan(8);
-    for (const hint of hints) {
-      const said = cliWords(hint);
-      expect(said, hint).not.toMatch(/\b(spec|options)\.[a-z]/);
-      expect(said, hint).not.toMatch(/fresh: true|agent 'none'/);
-    }
-    expect(cliWords("build the set-up environment into the task's image instead (image.build, with options.builder), or snapshot on Docker")).toBe(
-      "build the set-up environment into the task's image instead (environment/Dockerfile, with --build-repository <registry/repo>), or snapshot on Docker",
-    );
-    expect(cliWords('the snapshot setup of task t failed: x; fix the command, or run without snapshotSetup')).toBe(
-      'the snapshot setup of task t failed: x; fix the command, or run without --snapshot-setup',
-    );
-    expect(cliWords('no credentials were found for this registry: pass spec.image.auth or log in with docker login')).toBe(
-      "no credentials were found for this registry: log in with docker login (berth reads Docker's config, or $DOCKER_CONFIG)",
-    );
-  });
-});
-
 describe('settled lines', () => {
   const attempt = (n: number, failed: boolean) => ({
     taskId: 't',

@@ -1,7 +1,8 @@
+import type { Remedy } from '@berth/core';
 import type { Command } from 'commander';
-import { cliWords } from '../cli-words.js';
-import { groupFailures } from '../job/fingerprint.js';
-import { loadJob, type JobData } from '../job/job-data.js';
+import { cliWords, remediesOf } from '../cli-words.js';
+import { failureKey, groupFailures, normaliseMessage } from '../job/fingerprint.js';
+import { loadJob, type AttemptView, type JobData } from '../job/job-data.js';
 import { clip } from '../run/settled-line.js';
 
 /** The attempts whose failure was their task's final word: a chosen task failure, or the last failure of an unscored task. */
@@ -15,11 +16,31 @@ function finalFailures(job: JobData): Set<string> {
   return out;
 }
 
+/**
+ * The remedies each problem's attempts name (their result.json errors), by fingerprint, with their
+ * words normalised as the pattern they are found in was.
+ */
+function remediesByFingerprint(attempts: readonly AttemptView[]): Map<string, Remedy[]> {
+  const out = new Map<string, Remedy[]>();
+  for (const a of attempts) {
+    if (a.status !== 'failed') continue;
+    const key = failureKey(a).fingerprint;
+    const known = out.get(key) ?? [];
+    for (const r of remediesOf(a.result?.failure?.error)) {
+      const says = normaliseMessage(r.says);
+      if (!known.some((k) => k.id === r.id && k.says === says)) known.push({ id: r.id, says });
+    }
+    out.set(key, known);
+  }
+  return out;
+}
+
 export async function censusCommand(jobDir: string, opts: { json?: boolean; examples: string }): Promise<number> {
   const job = await loadJob(jobDir);
   const attempts = job.tasks.flatMap((t) => t.attempts);
   const groups = groupFailures(attempts, finalFailures(job), Math.max(1, Number(opts.examples) || 3));
   const failed = attempts.filter((a) => a.status === 'failed');
+  const remedies = remediesByFingerprint(failed);
   if (opts.json) {
     process.stdout.write(`${JSON.stringify({ jobDir: job.jobDir, failedAttempts: failed.length, tasks: job.tasks.length, groups }, null, 2)}\n`);
     return 0;
@@ -33,7 +54,7 @@ export async function censusCommand(jobDir: string, opts: { json?: boolean; exam
   for (const g of groups) {
     lines.push(`${String(g.attempts).padStart(5)}  ${g.category}  ${g.type}  (${g.tasks} task(s), final for ${g.finalFor})`);
     // In the CLI's words, as the run printed them (flags, not library options).
-    lines.push(`       ${clip(cliWords(g.pattern), width)}`);
+    lines.push(`       ${clip(cliWords(g.pattern, remedies.get(g.fingerprint) ?? []), width)}`);
     const more = g.tasks - g.exampleTasks.length;
     lines.push(`       e.g. ${g.exampleTasks.join(', ')}${more > 0 ? ` (+${more} more)` : ''}`);
     lines.push('');

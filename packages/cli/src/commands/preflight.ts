@@ -6,7 +6,7 @@ import { addBackendOptions, loadBackend, type BackendFlags } from '../backends.j
 import { collect } from '../options.js';
 import { renderTable } from '../table.js';
 import { agentFromOption } from '../agent-command.js';
-import { cliWords } from '../cli-words.js';
+import { checkInCliWords } from '../cli-words.js';
 import { buildCheck, taskRows } from '../preflight-checks.js';
 import { loadSelected } from '../task-filter.js';
 import { printNotes } from '../task-notes.js';
@@ -45,8 +45,9 @@ function specWords(spec: ReturnType<typeof buildSpec>['spec']): string {
 const RANK: Record<PreflightStatus, number> = { ok: 0, warn: 1, fail: 2 };
 const worst = (checks: readonly PreflightCheck[]): PreflightStatus => checks.reduce<PreflightStatus>((w, c) => (RANK[c.status] > RANK[w] ? c.status : w), 'ok');
 
-function firstLine(text: string): string {
-  return cliWords(text.split('\n')[0] ?? '');
+/** The first line of a check's message, in the CLI's words. */
+function firstLine(check: PreflightCheck): string {
+  return checkInCliWords(check).split('\n')[0] ?? '';
 }
 
 export async function preflightCommand(tasksPath: string, opts: PreflightOptions): Promise<number> {
@@ -107,7 +108,7 @@ export async function preflightCommand(tasksPath: string, opts: PreflightOptions
     process.stdout.write(`${JSON.stringify({ ok, backend: base, images: rows, tasks: broken }, null, 2)}\n`);
   } else {
     const out: string[] = [`backend ${backend.name}`];
-    for (const c of base.checks) out.push(`  ${c.status.toUpperCase().padEnd(4)}  ${c.name}: ${firstLine(c.message)}`);
+    for (const c of base.checks) out.push(`  ${c.status.toUpperCase().padEnd(4)}  ${c.name}: ${firstLine(c)}`);
     out.push('');
     out.push(
       renderTable(
@@ -115,7 +116,7 @@ export async function preflightCommand(tasksPath: string, opts: PreflightOptions
         rows.map((r) => {
           const shown = r.checks.find((c) => c.status === r.status) ?? r.checks[0];
           const tasksCell = r.tasks.length <= 2 ? r.tasks.join(', ') : `${r.tasks.length} (${r.tasks[0]}, …)`;
-          return [r.status.toUpperCase(), r.image, tasksCell, shown ? firstLine(shown.message) : ''];
+          return [r.status.toUpperCase(), r.image, tasksCell, shown ? firstLine(shown) : ''];
         }),
       ),
     );
@@ -124,7 +125,7 @@ export async function preflightCommand(tasksPath: string, opts: PreflightOptions
       out.push(
         renderTable(
           ['STATUS', 'TASK', 'CHECK', 'DETAIL'],
-          broken.flatMap((r) => r.checks.map((c) => ['FAIL', r.task, c.name, firstLine(c.message)])),
+          broken.flatMap((r) => r.checks.map((c) => ['FAIL', r.task, c.name, firstLine(c)])),
         ),
       );
       out.push('');

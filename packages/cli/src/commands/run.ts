@@ -3,6 +3,7 @@ import { MAX_POOL_SIZE, RunMismatchError, createEvents, type Backend, type RunEv
 import { runHarborJob, setJobAside } from '@berth/harbor';
 import { agentFromOption } from '../agent-command.js';
 import { addBackendOptions, loadBackend, type BackendFlags } from '../backends.js';
+import { hintInCliWords } from '../cli-words.js';
 import { parseDuration } from '../duration.js';
 import { collect, positiveInt } from '../options.js';
 import { attachDisplay, createDisplay } from '../run/run-display.js';
@@ -63,7 +64,7 @@ function refuseSnapshotSetup(backend: Backend, command: string): void {
   if (backend.capabilities.snapshot) return;
   const hint = backend.hints?.snapshot;
   throw new UsageError(
-    `--snapshot-setup needs a backend that can snapshot a sandbox; --backend ${backend.name} cannot${hint ? ` (${hint})` : ''}. Run without --snapshot-setup, or with --backend docker or modal`,
+    `--snapshot-setup needs a backend that can snapshot a sandbox; --backend ${backend.name} cannot${hint ? ` (${hintInCliWords(hint)})` : ''}. Run without --snapshot-setup, or with --backend docker or modal`,
   );
 }
 

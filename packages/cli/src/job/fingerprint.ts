@@ -43,14 +43,19 @@ export interface FailureGroup {
   exampleMessage: string;
 }
 
+/** What a failed attempt's problem is known by: its category, type and normalised message. */
+export function failureKey(a: AttemptView): { category: string; type: string; pattern: string; fingerprint: string } {
+  const category = a.category ?? 'unclassified';
+  const type = a.type ?? 'unknown';
+  const pattern = normaliseMessage(a.message ?? '', a.taskId);
+  return { category, type, pattern, fingerprint: `${category} ${type} ${pattern}` };
+}
+
 export function groupFailures(attempts: readonly AttemptView[], finalFailures: ReadonlySet<string>, examples = 3): FailureGroup[] {
   const groups = new Map<string, FailureGroup & { taskSet: Set<string> }>();
   for (const a of attempts) {
     if (a.status !== 'failed') continue;
-    const category = a.category ?? 'unclassified';
-    const type = a.type ?? 'unknown';
-    const pattern = normaliseMessage(a.message ?? '', a.taskId);
-    const fingerprint = `${category} ${type} ${pattern}`;
+    const { category, type, pattern, fingerprint } = failureKey(a);
     let g = groups.get(fingerprint);
     if (!g) {
       g = { fingerprint, category, type, pattern, attempts: 0, tasks: 0, finalFor: 0, exampleTasks: [], exampleMessage: a.message ?? '', taskSet: new Set() };

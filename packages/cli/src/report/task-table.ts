@@ -1,4 +1,4 @@
-import { cliWords } from '../cli-words.js';
+import { cliWords, remediesOf } from '../cli-words.js';
 import { agentExceptionOf, type JobData, type TaskView } from '../job/job-data.js';
 import { renderTable } from '../table.js';
 import type { Paint } from './ansi.js';
@@ -17,7 +17,10 @@ function failureOf(task: TaskView): string {
   const type = summary.failureType ?? agent?.exceptionType;
   if (!type) return '';
   const first = ((summary.failureType ? summary.failureMessage : agent?.exceptionMessage) ?? '').split('\n')[0] ?? '';
-  return printable(`${type}: ${cliWords(first)}`);
+  // The task's failure is its chosen attempt's, else its last one's: the remedies that attempt's result.json names.
+  const shown = summary.chosenAttempt ?? task.attempts.at(-1)?.attempt;
+  const failed = summary.failureType ? task.attempts.find((a) => a.attempt === shown)?.result?.failure?.error : undefined;
+  return printable(`${type}: ${cliWords(first, remediesOf(failed))}`);
 }
 
 /** One line per task: task, status, reward, attempts, and the failure's type and first line. */

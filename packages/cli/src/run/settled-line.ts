@@ -1,5 +1,5 @@
 import type { AttemptFailure, RunProgress, TaskRecord } from '@berth/core';
-import { cliWords } from '../cli-words.js';
+import { cliWords, remediesOf } from '../cli-words.js';
 import { formatDuration } from '../duration.js';
 
 /** What became of a task, in the words report.json uses. */
@@ -37,9 +37,12 @@ function stepsText(steps: unknown): string {
 }
 
 /** 'permanent_infra ImagePullError: <first line of the message>' */
-export function describeFailure(failure: Pick<AttemptFailure, 'category' | 'type' | 'message'> | undefined, width = Infinity): string {
+export function describeFailure(
+  failure: (Pick<AttemptFailure, 'category' | 'type' | 'message'> & Partial<Pick<AttemptFailure, 'error'>>) | undefined,
+  width = Infinity,
+): string {
   if (!failure) return 'unknown';
-  const first = cliWords(failure.message.split('\n')[0] ?? '');
+  const first = cliWords(failure.message.split('\n')[0] ?? '', remediesOf(failure.error));
   return clip(`${failure.category} ${failure.type}: ${first}`, width);
 }
 
