@@ -30,6 +30,7 @@ describe('remedies', () => {
     const made = remedied('kubeconfig', 'pass options.kubeconfig', (fix) => `no kubeconfig: ${fix}`);
     expect(made).toEqual({ message: 'no kubeconfig: pass options.kubeconfig', remedy: { id: 'kubeconfig', says: 'pass options.kubeconfig' } });
     expect(new ConfigError(made).remedy).toEqual(made.remedy);
+    expect(`hint: ${made}`).toBe('hint: no kubeconfig: pass options.kubeconfig');
     expect(new ConfigError({ message: 'no remedy here' }).remedy).toBeUndefined();
     expect(new Set(REMEDY_IDS).size).toBe(REMEDY_IDS.length);
   });

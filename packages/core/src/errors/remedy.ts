@@ -54,6 +54,8 @@ export interface Remedy {
 export interface Remedied {
   readonly message: string;
   readonly remedy: Remedy;
+  /** The message: a remedied hint put in a template string reads as its text. */
+  toString(): string;
 }
 
 /**
@@ -62,7 +64,10 @@ export interface Remedied {
  * `new ConfigError({ path, ...remedied('kubeconfig', 'pass options.kubeconfig', (fix) => 'no kubeconfig: ' + fix) })`.
  */
 export function remedied(id: RemedyId, says: string, compose: (says: string) => string = (s) => s): Remedied {
-  return { message: compose(says), remedy: { id, says } };
+  const message = compose(says);
+  // A hint said in a template string by code written before hints could be remedied still reads right.
+  // Not enumerable: spreading a Remedied into an error's options copies only message and remedy.
+  return Object.defineProperty({ message, remedy: { id, says } }, 'toString', { value: () => message, enumerable: false }) as Remedied;
 }
 
 /** Words for a message that may name a remedy: a plain string, or remedied text. */
