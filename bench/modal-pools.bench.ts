@@ -4,7 +4,7 @@
 // cold, measured in the same run. Run: npm run bench:modal-pools.
 import { afterAll, it } from 'vitest';
 import { createModalBackend } from '@berth/backend-modal';
-import { ModalSimulator } from '../packages/backend-modal/test/sim/index.js';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 
 const COLD = Number(process.env.BENCH_POOL_COLD ?? 10);
 const CLAIMS = Number(process.env.BENCH_POOL_CLAIMS ?? 40);

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, it } from 'vitest';
 import { createModalBackend } from '@berth/backend-modal';
-import { ModalSimulator } from '../packages/backend-modal/test/sim/index.js';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 import { SDK_PYTHON, assertSdkVenv, sdkEnv } from '../packages/backend-modal/test/sdk/sdk-python.js';
 
 const EXEC_REPS = Number(process.env.BENCH_EXEC_REPS ?? 20);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, it } from 'vitest';
 import { createDockerBackend } from '@berth/backend-docker';
 import { createModalBackend } from '@berth/backend-modal';
-import { ModalSimulator } from '../packages/backend-modal/test/sim/index.js';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 
 const EXEC_REPS = Number(process.env.BENCH_EXEC_REPS ?? 30);
 const TRANSFER_REPS = Number(process.env.BENCH_TRANSFER_REPS ?? 5);

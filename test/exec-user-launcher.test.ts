@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, type Backend, type Environment } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { createModalBackend } from '@berth/backend-modal';
-import { BERTH_KUBECONFIG, NAMESPACE, ctr } from '../packages/backend-k8s/test/support/cluster.js';
-import { ModalSimulator } from '../packages/backend-modal/test/sim/index.js';
+import { BERTH_KUBECONFIG, NAMESPACE, ctr } from '@berth/test-support/kube-cluster';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 import { ensureNoUserToolsImage, importIntoNode, NO_USER_TOOLS_IMAGE } from './support/no-user-tools-image.js';
 
 const run = promisify(execFile);

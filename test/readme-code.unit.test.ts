@@ -24,7 +24,7 @@ interface Block {
 }
 
 /** The ```ts blocks of one README, each with the prelude comment right above its fence, if any. */
-export function tsBlocks(readme: string, text: string): Block[] {
+function tsBlocks(readme: string, text: string): Block[] {
   const lines = text.split('\n');
   const blocks: Block[] = [];
   for (let i = 0; i < lines.length; i++) {

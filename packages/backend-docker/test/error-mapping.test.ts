@@ -19,7 +19,7 @@ import {
   type PullProgress,
 } from '@berth/core';
 import { createDockerBackend } from '@berth/backend-docker';
-import { startFakeRegistry } from '../../../test/support/fake-registry.js';
+import { startFakeRegistry } from '@berth/test-support/fake-registry';
 
 const docker = new Docker();
 // Its own tag: the conformance suite removes and re-pulls :latest in parallel with this file.

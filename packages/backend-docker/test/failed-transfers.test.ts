@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-const child = join(import.meta.dirname, '../../../test/support/failed-transfer-child.mjs');
+const child = join(import.meta.dirname, './support/failed-transfer-child.mjs');
 
 function runChild(transfers: string, scratch: string): Promise<{ code: number | null; stdout: string; exitedAlone: boolean }> {
   return new Promise((resolve) => {

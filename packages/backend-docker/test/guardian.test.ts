@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDockerBackend } from '@berth/backend-docker';
-import { goneWithin, guardiansOf, startChild, startWorkerChild, type GuardedChild } from '../../../test/support/guardian-children.js';
+import { goneWithin, guardiansOf, startChild, startWorkerChild, type GuardedChild } from '@berth/test-support/guardian-children';
 
 const docker = new Docker();
 const children: GuardedChild[] = [];

@@ -3,7 +3,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Environment } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
-import { ADMIN_KUBECONFIG, BERTH_KUBECONFIG, NAMESPACE, run, TOLERATE_FAULT } from './support/cluster.js';
+import { ADMIN_KUBECONFIG, BERTH_KUBECONFIG, NAMESPACE, run, TOLERATE_FAULT } from '@berth/test-support/kube-cluster';
 
 const envs: Environment[] = [];
 afterAll(() => Promise.all(envs.map((e) => e.teardown())));

@@ -2,7 +2,7 @@
 // be indistinguishable from a fresh one.
 import { afterAll } from 'vitest';
 import { describeBackendConformance, listenForTokens, POOLED_SKIP } from '@berth/conformance';
-import { POD_BRIDGE_ADDRESS } from './support/cluster.js';
+import { POD_BRIDGE_ADDRESS } from '@berth/test-support/kube-cluster';
 import { k8sConformance } from './support/k8s-conformance.js';
 
 const probe = await listenForTokens(POD_BRIDGE_ADDRESS);

@@ -3,7 +3,7 @@
 // runs as a service account bound only to the Role the package ships; faults come as the admin.
 import { afterAll } from 'vitest';
 import { describeBackendConformance, listenForTokens } from '@berth/conformance';
-import { POD_BRIDGE_ADDRESS } from './support/cluster.js';
+import { POD_BRIDGE_ADDRESS } from '@berth/test-support/kube-cluster';
 import { k8sConformance } from './support/k8s-conformance.js';
 
 const probe = await listenForTokens(POD_BRIDGE_ADDRESS);

@@ -6,8 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TaskFailure, type Environment } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
-import { startChild, type GuardedChild } from '../../../test/support/guardian-children.js';
-import { BERTH_KUBECONFIG, NAMESPACE, TOLERATE_FAULT, adminApi } from './support/cluster.js';
+import { startChild, type GuardedChild } from '@berth/test-support/guardian-children';
+import { BERTH_KUBECONFIG, NAMESPACE, TOLERATE_FAULT, adminApi } from '@berth/test-support/kube-cluster';
 
 const api = adminApi();
 const envs: Environment[] = [];

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Environment } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { ApiProxy } from './support/api-proxy.js';
-import { TOLERATE_FAULT } from './support/cluster.js';
+import { TOLERATE_FAULT } from '@berth/test-support/kube-cluster';
 
 let proxy: ApiProxy;
 let env: Environment;

@@ -5,7 +5,7 @@ import { BackendAuthError, BackendUnavailableError, classifyFailure, type Enviro
 import { API_RETRY_DEFAULTS } from '@berth/core/backend-kit';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { ApiProxy } from './support/api-proxy.js';
-import { NAMESPACE, TOLERATE_FAULT } from './support/cluster.js';
+import { NAMESPACE, TOLERATE_FAULT } from '@berth/test-support/kube-cluster';
 
 const SPEC = { image: 'berth-test/busybox:latest', network: 'public' as const };
 let proxy: ApiProxy;

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { execInFlight } from '@berth/conformance';
 import { SandboxLostError, StartupTimeoutError, TaskFailure, classifyFailure, type Environment } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
-import { ADMIN_KUBECONFIG, BERTH_KUBECONFIG, FAULT_TAINT, NAMESPACE, TOLERATE_FAULT, adminApi, ctr, run } from './support/cluster.js';
+import { ADMIN_KUBECONFIG, BERTH_KUBECONFIG, FAULT_TAINT, NAMESPACE, TOLERATE_FAULT, adminApi, ctr, run } from '@berth/test-support/kube-cluster';
 
 const envs: Environment[] = [];
 afterAll(() => Promise.all(envs.map((e) => e.teardown())));

@@ -7,7 +7,7 @@ import { createK8sBackend } from '@berth/backend-k8s';
 import type { V1Pod } from '@kubernetes/client-node';
 import { gpuAffinity, gpuLabelValues } from '../src/gpu-affinity.js';
 import { nodeMisfits } from '../src/node-fit.js';
-import { BERTH_KUBECONFIG, NAMESPACE, TOLERATE_FAULT, adminApi } from './support/cluster.js';
+import { BERTH_KUBECONFIG, NAMESPACE, TOLERATE_FAULT, adminApi } from '@berth/test-support/kube-cluster';
 
 const envs: Environment[] = [];
 afterAll(() => Promise.all(envs.map((e) => e.teardown())));

@@ -3,8 +3,8 @@
 // pods nor pull secret within 30 s; of two such processes only the killed one's go.
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { goneWithin, startChild, type GuardedChild } from '../../../test/support/guardian-children.js';
-import { BERTH_KUBECONFIG, NAMESPACE, TOLERATE_FAULT, adminApi } from './support/cluster.js';
+import { goneWithin, startChild, type GuardedChild } from '@berth/test-support/guardian-children';
+import { BERTH_KUBECONFIG, NAMESPACE, TOLERATE_FAULT, adminApi } from '@berth/test-support/kube-cluster';
 
 const PRIVATE = '127.0.0.1:5000/berth/private-busybox:k8s';
 const api = adminApi();

@@ -6,7 +6,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { keepConnectionsAlive } from '../src/keep-alive-agent.js';
-import { BERTH_KUBECONFIG, NAMESPACE } from './support/cluster.js';
+import { BERTH_KUBECONFIG, NAMESPACE } from '@berth/test-support/kube-cluster';
 
 const servers: Server[] = [];
 afterAll(() => {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError, classifyFailure } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
-import { ADMIN_KUBECONFIG, BERTH_KUBECONFIG, NAMESPACE } from './support/cluster.js';
+import { ADMIN_KUBECONFIG, BERTH_KUBECONFIG, NAMESPACE } from '@berth/test-support/kube-cluster';
 
 const TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 const FIX = 'pass options.kubeconfig, set KUBECONFIG, or create ~/.kube/config';

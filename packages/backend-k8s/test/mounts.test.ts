@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ImagePullError, type Environment } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
-import { BERTH_KUBECONFIG, TOLERATE_FAULT, ctr } from './support/cluster.js';
+import { BERTH_KUBECONFIG, TOLERATE_FAULT, ctr } from '@berth/test-support/kube-cluster';
 
 const PRIVATE = '127.0.0.1:5000/berth/private-busybox:k8s';
 const AUTH = { username: 'berth', password: 'berth-test-secret' };

@@ -8,7 +8,7 @@ import { CapabilityError, ConfigError, type Environment } from '@berth/core';
 import { listenForTokens } from '@berth/conformance';
 import { createK8sBackend, type K8sBackendOptions } from '@berth/backend-k8s';
 import { NetworkingV1Api, KubeConfig } from '@kubernetes/client-node';
-import { ADMIN_KUBECONFIG, BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS, adminApi, TOLERATE_FAULT } from './support/cluster.js';
+import { ADMIN_KUBECONFIG, BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS, adminApi, TOLERATE_FAULT } from '@berth/test-support/kube-cluster';
 
 const IMAGE = 'berth-test/busybox:latest';
 const listener = await listenForTokens(POD_BRIDGE_ADDRESS);

@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, type Environment } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
-import { BERTH_KUBECONFIG, NAMESPACE, TOLERATE_FAULT, adminApi } from './support/cluster.js';
+import { BERTH_KUBECONFIG, NAMESPACE, TOLERATE_FAULT, adminApi } from '@berth/test-support/kube-cluster';
 
 const envs: Environment[] = [];
 afterAll(() => Promise.all(envs.map((e) => e.teardown())));

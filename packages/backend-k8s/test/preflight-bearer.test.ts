@@ -7,7 +7,7 @@ import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { EnvironmentSpecInput, PreflightCheck } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
-import { REALM, REGISTRY, SERVICE, bearerRegistry, type BearerRegistryOptions } from '../../../test/support/bearer-registry.js';
+import { REALM, REGISTRY, SERVICE, bearerRegistry, type BearerRegistryOptions } from '@berth/test-support/bearer-registry';
 
 const API = 'https://kube.example.test';
 const NAMESPACE = 'berth';

@@ -7,7 +7,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { CancelledError, ImagePullError, SESSION_ID, type Environment } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
-import { BERTH_KUBECONFIG, NAMESPACE, TOLERATE_FAULT, adminApi } from './support/cluster.js';
+import { BERTH_KUBECONFIG, NAMESPACE, TOLERATE_FAULT, adminApi } from '@berth/test-support/kube-cluster';
 import { pullSecretViolations, recordApi } from './support/api-record.js';
 
 const PODS = 200;

@@ -4,7 +4,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, ImagePullError, SESSION_ID, serializeError, type Environment } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
-import { BERTH_KUBECONFIG, NAMESPACE, adminApi, ctr, ensurePullSecret, TOLERATE_FAULT } from './support/cluster.js';
+import { BERTH_KUBECONFIG, NAMESPACE, adminApi, ctr, ensurePullSecret, TOLERATE_FAULT } from '@berth/test-support/kube-cluster';
 
 const PRIVATE = '127.0.0.1:5000/berth/private-busybox:k8s';
 const AUTH = { username: 'berth', password: 'berth-test-secret' };

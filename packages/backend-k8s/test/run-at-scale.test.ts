@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SESSION_ID, runTrials } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
-import { BERTH_KUBECONFIG, NAMESPACE, TOLERATE_FAULT, adminApi } from './support/cluster.js';
+import { BERTH_KUBECONFIG, NAMESPACE, TOLERATE_FAULT, adminApi } from '@berth/test-support/kube-cluster';
 
 const TASKS = 200;
 const PRIVATE = '127.0.0.1:5000/berth/private-busybox:k8s';

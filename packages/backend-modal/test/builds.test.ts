@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CapabilityError, ImageBuildError, ImagePullError, type BuildProgress } from '@berth/core';
 import { createModalBackend } from '@berth/backend-modal';
-import { ModalSimulator } from './sim/index.js';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 
 const sim = await ModalSimulator.start();
 const backend = createModalBackend(sim.clientOptions());

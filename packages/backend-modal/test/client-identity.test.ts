@@ -11,7 +11,7 @@ import { BERTH_MODAL_VERSION, MODAL_SDK_VERSION, clientIdentity, isClientVersion
 import { mapModalError } from '../src/modal-errors.js';
 import { GRPC_CODE, GrpcError } from '../src/wire/index.js';
 import { encodeMessage } from '../src/wire/protobuf.js';
-import { testCa } from './support/test-ca.js';
+import { testCa } from '@berth/test-support/test-ca';
 
 /** What the stand-in answers AppGetOrCreate with, and the headers of each call it got. */
 let reply: (stream: ServerHttp2Stream) => void;

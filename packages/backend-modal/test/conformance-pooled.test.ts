@@ -2,7 +2,7 @@
 // which must be indistinguishable from a fresh one.
 import { afterAll } from 'vitest';
 import { describeBackendConformance, POOLED_SKIP } from '@berth/conformance';
-import { ModalSimulator } from './sim/index.js';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 import { modalConformance } from './support/modal-conformance.js';
 
 const sim = await ModalSimulator.start();

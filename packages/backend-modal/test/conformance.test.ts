@@ -3,7 +3,7 @@
 // registry with the credentials the spec gave.
 import { afterAll } from 'vitest';
 import { describeBackendConformance } from '@berth/conformance';
-import { ModalSimulator } from './sim/index.js';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 import { modalConformance } from './support/modal-conformance.js';
 
 const sim = await ModalSimulator.start();

@@ -6,8 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, TaskFailure } from '@berth/core';
 import { createModalBackend, type ModalBackendOptions } from '@berth/backend-modal';
-import { goneWithin, startChild, type GuardedChild } from '../../../test/support/guardian-children.js';
-import { ModalSimulator } from './sim/index.js';
+import { goneWithin, startChild, type GuardedChild } from '@berth/test-support/guardian-children';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 
 const sim = await ModalSimulator.start();
 const backends: Array<{ close(): Promise<void> }> = [];

@@ -6,7 +6,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { execInFlight } from '@berth/conformance';
 import { BackendAuthError, ImagePullError, SandboxLostError, classifyFailure, type Environment } from '@berth/core';
 import { createModalBackend, type ModalBackendOptions } from '@berth/backend-modal';
-import { Code, ModalSimulator } from './sim/index.js';
+import { Code, ModalSimulator } from '@berth/test-support/modal-sim';
 
 const sim = await ModalSimulator.start({ longPollMs: 2000 });
 const PRIVATE = '127.0.0.1:5000/berth/private-busybox:latest';

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '@berth/core';
 import { createModalBackend } from '@berth/backend-modal';
 import { gpuConfig } from '../src/gpu.js';
-import { Code, ModalSimulator } from './sim/index.js';
+import { Code, ModalSimulator } from '@berth/test-support/modal-sim';
 
 const sim = await ModalSimulator.start();
 const backend = createModalBackend(sim.clientOptions());

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCodec } from '../src/wire/protobuf.js';
 import { GrpcError, GRPC_CODE } from '../src/wire/grpc-status.js';
 import { GrpcTransport } from '../src/wire/grpc.js';
-import { testCa } from './support/test-ca.js';
+import { testCa } from '@berth/test-support/test-ca';
 
 type Route = (stream: ServerHttp2Stream, request: Buffer, headers: IncomingHttpHeaders) => void;
 const routes = new Map<string, Route>();

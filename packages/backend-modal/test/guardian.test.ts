@@ -3,8 +3,8 @@
 // only the killed one's go. The guardian gets the token over its pipe, as in production.
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { goneWithin, guardiansOf, startChild, visibleOf, type GuardedChild } from '../../../test/support/guardian-children.js';
-import { ModalSimulator } from './sim/index.js';
+import { goneWithin, guardiansOf, startChild, visibleOf, type GuardedChild } from '@berth/test-support/guardian-children';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 
 const sim = await ModalSimulator.start();
 const children: GuardedChild[] = [];

@@ -3,8 +3,8 @@
 // (Each argument must still fit Linux's own 128 KiB per-argument limit.)
 import { afterAll, describe, expect, it } from 'vitest';
 import { createModalBackend } from '@berth/backend-modal';
-import { ModalSimulator } from './sim/index.js';
-import { ARG_LIMIT } from './sim/router.js';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
+import { ARG_LIMIT } from '@berth/test-support/modal-sim/router';
 
 const sim = await ModalSimulator.start();
 const backend = createModalBackend({ serverUrl: sim.url, ca: sim.ca, tokenId: sim.tokenId, tokenSecret: sim.tokenSecret, modalConfigEnv: {} });

@@ -10,7 +10,7 @@ import { execInFlight } from '@berth/conformance';
 import { SandboxLostError, classifyFailure } from '@berth/core';
 import { createModalBackend } from '@berth/backend-modal';
 import { decodeMessage } from '../src/wire/protobuf.js';
-import { ModalSimulator } from './sim/index.js';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 import { rewriteProxy } from './support/rewrite-proxy.js';
 
 const sim = await ModalSimulator.start({ longPollMs: 2000 });

@@ -7,7 +7,7 @@ import { ConfigError, SandboxLostError, type Environment } from '@berth/core';
 import { createModalBackend } from '@berth/backend-modal';
 import { switchedAccess } from '../src/network-access.js';
 import { encodeMessage } from '../src/wire/protobuf.js';
-import { Code, ModalSimulator } from './sim/index.js';
+import { Code, ModalSimulator } from '@berth/test-support/modal-sim';
 
 const IMAGE = 'berth-test/busybox:latest';
 const EMPTY = { network_access_type: 'ALLOWLIST' };

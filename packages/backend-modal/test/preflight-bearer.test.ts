@@ -9,7 +9,7 @@ import { ImagePullError, SandboxLostError, type EnvironmentSpecInput, type Prefl
 import { createModalBackend } from '@berth/backend-modal';
 import { ImageBuilds } from '../src/image.js';
 import { ControlPlane, GrpcTransport, SandboxRpcs } from '../src/wire/index.js';
-import { REALM, REGISTRY, SERVICE, bearerRegistry, type BearerRegistryOptions } from '../../../test/support/bearer-registry.js';
+import { REALM, REGISTRY, SERVICE, bearerRegistry, type BearerRegistryOptions } from '@berth/test-support/bearer-registry';
 
 const PASSWORD = 'pw-Tr34-never-printed';
 const PRIVATE = `${REGISTRY}/team/private-app:1.0`;

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runTrials, type ImageAuth } from '@berth/core';
 import { createModalBackend } from '@berth/backend-modal';
-import { ModalSimulator } from './sim/index.js';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 
 const TASKS = Array.from({ length: 50 }, (_, i) => `task-${String(i).padStart(2, '0')}`);
 const PRIVATE = '127.0.0.1:5000/berth/private-busybox:latest';

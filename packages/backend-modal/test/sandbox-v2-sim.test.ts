@@ -5,8 +5,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '@berth/core';
 import { createModalBackend } from '@berth/backend-modal';
-import { Code } from './sim/grpc-server.js';
-import { ModalSimulator } from './sim/index.js';
+import { Code } from '@berth/test-support/modal-sim/grpc-server';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 
 const sim = await ModalSimulator.start({ longPollMs: 2000 });
 const backend = createModalBackend({ ...sim.clientOptions(), guardian: false });

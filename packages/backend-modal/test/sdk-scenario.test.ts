@@ -10,8 +10,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ModalSimulator, sandboxVersionOf } from './sim/index.js';
-import { readSdkDescriptors } from './sim/sdk-schema.js';
+import { ModalSimulator, sandboxVersionOf } from '@berth/test-support/modal-sim';
+import { readSdkDescriptors } from '@berth/test-support/modal-sim/sdk-schema';
 import { SDK_PYTHON, assertSdkVenv, sdkEnv } from './sdk/sdk-python.js';
 
 const SCENARIO = new URL('./sdk/sdk_scenario.py', import.meta.url).pathname;

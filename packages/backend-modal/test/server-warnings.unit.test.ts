@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { registerSecret } from '@berth/core/backend-kit';
 import { SERVER_WARNING_CODE, serverWarning } from '../src/server-warnings.js';
 import { GrpcTransport } from '../src/wire/index.js';
-import { testCa } from './support/test-ca.js';
+import { testCa } from '@berth/test-support/test-ca';
 
 let reply: (stream: ServerHttp2Stream) => void;
 let server: Http2SecureServer;

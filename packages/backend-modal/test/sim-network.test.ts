@@ -7,9 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenForTokens } from '@berth/conformance';
 import type { ReachableListener } from '@berth/conformance';
-import { bridgeGateway } from '../../backend-docker/test/support/bridge.js';
-import { Harness } from './sim/harness.js';
-import { Code, ModalSimulator } from './sim/index.js';
+import { bridgeGateway } from '@berth/test-support/docker-bridge';
+import { Harness } from '@berth/test-support/modal-sim/harness';
+import { Code, ModalSimulator } from '@berth/test-support/modal-sim';
 
 const BUSYBOX = 'berth-test/busybox:latest';
 const EMPTY = { network_access_type: 'ALLOWLIST', allowed_cidrs: [], allowed_domains: [] };

@@ -3,8 +3,8 @@
 // not only what berth's codec writes: berth never sends ImageGetOrCreateRequest.namespace, the SDK
 // sends it on every image request. Needs the Docker engine and berth-test/busybox:latest.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Harness } from './sim/harness.js';
-import { ModalSimulator } from './sim/index.js';
+import { Harness } from '@berth/test-support/modal-sim/harness';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 
 const BUSYBOX = 'berth-test/busybox:latest';
 

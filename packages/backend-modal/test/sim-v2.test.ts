@@ -4,8 +4,8 @@
 // (live and after it ended), tags, listing, terminate and wait, and V1 and V2 ids kept apart.
 // Needs the Docker engine and berth-test/busybox:latest.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Harness } from './sim/harness.js';
-import { Code, ModalSimulator, sandboxVersionOf } from './sim/index.js';
+import { Harness } from '@berth/test-support/modal-sim/harness';
+import { Code, ModalSimulator, sandboxVersionOf } from '@berth/test-support/modal-sim';
 
 const BUSYBOX = 'berth-test/busybox:latest';
 

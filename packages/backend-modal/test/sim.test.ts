@@ -6,9 +6,9 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Harness } from './sim/harness.js';
-import { Code, IMAGE_REPO, imageTag, ModalSimulator, SIM_LABEL, SimCodec } from './sim/index.js';
-import { RawClient } from './sim/raw-client.js';
+import { Harness } from '@berth/test-support/modal-sim/harness';
+import { Code, IMAGE_REPO, imageTag, ModalSimulator, SIM_LABEL, SimCodec } from '@berth/test-support/modal-sim';
+import { RawClient } from '@berth/test-support/modal-sim/raw-client';
 import { parseTextFormat, stripDefaults } from './support/text-format.js';
 
 const docker = new Docker();

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ImagePullError, parseImageRef } from '@berth/core';
 import { probeImage, pullFailure, type ProbeResult, type PullCredential } from '@berth/core/backend-kit';
 import { HttpResponse } from 'msw';
-import { REALM, REGISTRY, SERVICE, bearerRegistry, challengeFor, type BearerRegistryOptions } from '../../../test/support/bearer-registry.js';
+import { REALM, REGISTRY, SERVICE, bearerRegistry, challengeFor, type BearerRegistryOptions } from '@berth/test-support/bearer-registry';
 
 const server = setupServer();
 beforeAll(() => server.listen({ onUnhandledRequest: 'error' }));

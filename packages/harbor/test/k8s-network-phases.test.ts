@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { listenForTokens } from '@berth/conformance';
 import { createK8sBackend } from '@berth/backend-k8s';
-import { BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS } from '../../backend-k8s/test/support/cluster.js';
+import { BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS } from '@berth/test-support/kube-cluster';
 import { runHarborJob } from '@berth/harbor';
 import { tempDir, writeNetworkPhasesTask } from './support.js';
 

@@ -8,8 +8,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { listenForTokens } from '@berth/conformance';
 import { createModalBackend } from '@berth/backend-modal';
 import { runHarborJob } from '@berth/harbor';
-import { bridgeGateway } from '../../backend-docker/test/support/bridge.js';
-import { ModalSimulator } from '../../backend-modal/test/sim/index.js';
+import { bridgeGateway } from '@berth/test-support/docker-bridge';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 import { tempDir, writeNetworkPhasesTask } from './support.js';
 
 const listener = await listenForTokens(await bridgeGateway());

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createModalBackend } from '@berth/backend-modal';
 import { runHarborJob, type AttemptResultFile } from '@berth/harbor';
-import { ModalSimulator } from '../../backend-modal/test/sim/index.js';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 import { tempDir, writeTask } from './support.js';
 
 const sim = await ModalSimulator.start();

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createDockerBackend } from '@berth/backend-docker';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { runHarborJob, type AttemptResultFile } from '@berth/harbor';
-import { BERTH_KUBECONFIG, TOLERATE_FAULT } from '../../backend-k8s/test/support/cluster.js';
+import { BERTH_KUBECONFIG, TOLERATE_FAULT } from '@berth/test-support/kube-cluster';
 import { BASIC_IMAGE, removeBuiltImages, tempDir, writeTask } from './support.js';
 
 const dirs: string[] = [];

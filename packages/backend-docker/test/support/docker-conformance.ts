@@ -5,7 +5,7 @@ import { SESSION_ID } from '@berth/core';
 import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import { createDockerBackend } from '@berth/backend-docker';
 import { listenForTokens, type ConformanceOptions } from '@berth/conformance';
-import { bridgeGateway } from './bridge.js';
+import { bridgeGateway } from '@berth/test-support/docker-bridge';
 
 const docker = new Docker();
 

@@ -9,7 +9,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
-import { BERTH_KUBECONFIG, KUBE_STATE } from './cluster.js';
+import { BERTH_KUBECONFIG, KUBE_STATE } from '@berth/test-support/kube-cluster';
 
 const UPSTREAM = { host: '127.0.0.1', port: 6443 };
 

@@ -2,7 +2,7 @@
 // changes (etcd's revision, which every resourceVersion on this one-etcd cluster is), taken by
 // watches started before the work. A test checks orderings on it that no client-side log can show.
 import { KubeConfig, Watch, type V1Pod, type V1Secret } from '@kubernetes/client-node';
-import { ADMIN_KUBECONFIG, NAMESPACE, adminApi } from './cluster.js';
+import { ADMIN_KUBECONFIG, NAMESPACE, adminApi } from '@berth/test-support/kube-cluster';
 
 export type ApiChange =
   | { rv: bigint; kind: 'pod-added'; name: string; pullSecrets: string[] }

@@ -6,7 +6,7 @@ import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import { createRegistryImageBuilder } from '@berth/backend-docker';
 import { listenForTokens, type ConformanceOptions, type ReachableListener } from '@berth/conformance';
 import { createK8sBackend } from '@berth/backend-k8s';
-import { BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS, adminApi, ctr, TOLERATE_FAULT } from './cluster.js';
+import { BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS, adminApi, ctr, TOLERATE_FAULT } from '@berth/test-support/kube-cluster';
 
 // Builds: the local Docker engine builds, pushes to the test registry, and the node pulls from there.
 const builder = createRegistryImageBuilder({ repository: '127.0.0.1:5000/berth/builds', auth: { username: 'berth', password: 'berth-test-secret' } });

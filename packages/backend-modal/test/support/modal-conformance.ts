@@ -4,8 +4,8 @@ import Docker from 'dockerode';
 import { SESSION_ID } from '@berth/core';
 import { listenForTokens, type ConformanceOptions } from '@berth/conformance';
 import { createModalBackend } from '@berth/backend-modal';
-import { bridgeGateway } from '../../../backend-docker/test/support/bridge.js';
-import type { ModalSimulator } from '../sim/index.js';
+import { bridgeGateway } from '@berth/test-support/docker-bridge';
+import type { ModalSimulator } from '@berth/test-support/modal-sim';
 
 const docker = new Docker();
 /** How long faults.kill waits for the simulator to end a killed sandbox. */

@@ -5,7 +5,7 @@
 // given to `rewrite`. TLS from the same test CA the simulator uses, so the backend's `ca` fits both.
 import { connect, createSecureServer, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { testCa } from './test-ca.js';
+import { testCa } from '@berth/test-support/test-ca';
 
 export interface RewriteProxy {
   /** https://127.0.0.1:<port>: the serverUrl to give the backend. */

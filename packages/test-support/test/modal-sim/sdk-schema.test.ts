@@ -2,9 +2,10 @@
 // served byte for byte as the SDK writes it (vectors from modal 1.6.4's own api_pb2, serialized by
 // Python's protobuf), and the merge prefers the SDK where both define something.
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SimCodec } from './codec.js';
-import { mergeSchemas, readSdkDescriptors, type SdkDescriptors } from './sdk-schema.js';
+import { SimCodec } from '../../src/modal-sim/codec.js';
+import { MODAL_PACKAGE, mergeSchemas, readSdkDescriptors, type SdkDescriptors } from '../../src/modal-sim/sdk-schema.js';
 
 const codec = SimCodec.forSimulator();
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
@@ -61,7 +62,7 @@ describe("the simulator's schema (fields.json ∪ the SDK's descriptors)", () =>
 
   it('the snapshot is the pinned SDK (the lock file) and defines what fields.json names', () => {
     const sdk = readSdkDescriptors();
-    const lock = readFileSync(new URL('../sdk/requirements-sdk.lock.txt', import.meta.url), 'utf8');
+    const lock = readFileSync(join(MODAL_PACKAGE, 'test/sdk/requirements-sdk.lock.txt'), 'utf8');
     expect(lock).toMatch(new RegExp(`^modal==${sdk.sdk.modal.replace(/\./g, '\\.')}$`, 'm'));
     expect(lock).toMatch(new RegExp(`^protobuf==${sdk.sdk.protobuf.replace(/\./g, '\\.')}$`, 'm'));
     for (const name of ['SandboxCreateV2Request', 'SandboxStdioReadV2Request', 'google.protobuf.Empty', 'StringMap', 'SecretMetadata']) {

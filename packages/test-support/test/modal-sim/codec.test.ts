@@ -2,7 +2,7 @@
 // reach: unknown fields, merging, oneofs, negative varints, Any, types fields.json does not define,
 // malformed input.
 import { describe, expect, it } from 'vitest';
-import { ProtoError, SimCodec } from './codec.js';
+import { ProtoError, SimCodec } from '../../src/modal-sim/codec.js';
 
 const codec = SimCodec.load();
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');

@@ -7,19 +7,13 @@
 // A type fields.json names but does not define may be an enum or a message: it is decoded by the
 // wire type that arrives (varint: the enum's number; length-delimited: the message's raw bytes).
 import { ProtoError, Reader, Writer } from './codec-io.js';
-import { mergeSchemas, readFieldsJson, readSdkDescriptors } from './sdk-schema.js';
+import { mergeSchemas, readFieldsJson, readSdkDescriptors, type RawField, type RawSchema } from './sdk-schema.js';
+
+export type { RawField, RawSchema };
 
 export { ProtoError };
 
 export type Msg = Record<string, unknown>;
-
-export interface RawField {
-  number: number;
-  type: string;
-  label?: string;
-  oneof?: string;
-}
-export type RawSchema = Record<string, { package: string; fields?: Record<string, RawField>; enum?: Record<string, number> }>;
 
 const SCALARS = new Set([
   'double',

@@ -4,7 +4,7 @@ import type Docker from 'dockerode';
 import type { Msg } from './codec.js';
 import { networkMode } from './network.js';
 import { ATTACHABLE } from './sandbox-stdio.js';
-import type { SandboxDeps, SandboxRecord } from './sandboxes.js';
+import type { SandboxDeps, SandboxRecord } from './sandbox-record.js';
 
 /**
  * GPU types Modal takes (its GPU docs; the type upper-cased as its client sends it). This machine

@@ -2,7 +2,7 @@
 // on 127.0.0.1, backed by real containers on the local Docker engine, with faults on demand.
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
-import { testCa } from '../support/test-ca.js';
+import { testCa } from '../test-ca.js';
 import { AuthTokens } from './auth-tokens.js';
 import { checkClientVersion } from './client-version.js';
 import { SimCodec, type Msg } from './codec.js';

@@ -1,7 +1,7 @@
 // For the guardian test of a live process whose worker thread ended: a worker thread starts one
 // Docker sandbox (label berth.test-guardian=<tag>) and ends without tearing it down; the process
 // lives on. Prints "ready" once the worker has ended.
-//   node test/support/guardian-worker-child.mjs <tag>
+//   node packages/test-support/src/guardian-worker-child.mjs <tag>
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { createDockerBackend } from '@berth/backend-docker';
 

@@ -1,6 +1,6 @@
 // A library user's process for the guardian tests: starts sandboxes, says so, then waits to be
 // killed (no signal handlers of its own: SIGTERM ends it at once, as Node does by default).
-//   node test/support/guardian-child.mjs <docker|k8s|modal> <count> <tag>
+//   node packages/test-support/src/guardian-child.mjs <docker|k8s|modal> <count> <tag>
 // Every sandbox carries the label berth.test-guardian=<tag>. Prints "ready" once all run.
 // GUARDIAN_CHILD_OPTIONS (backend options) and GUARDIAN_CHILD_SPEC (spec fields), JSON, if set.
 // GUARDIAN_CHILD_POOL=<n>: besides, a warm pool of n idle sandboxes of the spec, filled before "ready".

@@ -5,11 +5,11 @@ import { once } from 'node:events';
 import { connect as h2connect } from 'node:http2';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testCa } from '../support/test-ca.js';
-import { SimCodec } from './codec.js';
-import { GrpcServer } from './grpc-server.js';
-import { MethodTable } from './methods.js';
-import { RawClient } from './raw-client.js';
+import { testCa } from '../../src/test-ca.js';
+import { SimCodec } from '../../src/modal-sim/codec.js';
+import { GrpcServer } from '../../src/modal-sim/grpc-server.js';
+import { MethodTable } from '../../src/modal-sim/methods.js';
+import { RawClient } from '../../src/modal-sim/raw-client.js';
 
 const codec = SimCodec.forSimulator();
 let server: GrpcServer;

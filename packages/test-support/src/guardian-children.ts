@@ -1,4 +1,4 @@
-// Runs test/support/guardian-child.mjs (a process that starts sandboxes, then waits to be killed)
+// Runs guardian-child.mjs (a process that starts sandboxes, then waits to be killed)
 // and waits for what it made to be gone, for the guardian tests of every backend.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

@@ -1,11 +1,22 @@
 // The simulator's schema: berth's fields.json ∪ the descriptors of the pinned Modal Python SDK
-// (../sdk/sdk-descriptors.json, made by ../sdk/dump-descriptors.py). The SDK is the reference for
+// (@berth/backend-modal's test/sdk/sdk-descriptors.json, made by its test/sdk/dump-descriptors.py). The SDK is the reference for
 // what Modal's clients send, so where both define a field or an enum value the SDK's definition
 // is used; fields.json fills in only what the SDK's snapshot leaves out. That way the simulator can
 // serve messages berth does not know (V2 sandboxes, EnvironmentMetadata, SecretMetadata, Empty),
 // and a misreading in berth's fields.json is not mirrored by the simulator.
 import { readFileSync } from 'node:fs';
-import type { RawField, RawSchema } from './codec.js';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+
+/** A field as fields.json writes it (the codec's input). */
+export interface RawField {
+  number: number;
+  type: string;
+  label?: string;
+  oneof?: string;
+}
+/** fields.json's shape: messages and enums by name relative to their package. */
+export type RawSchema = Record<string, { package: string; fields?: Record<string, RawField>; enum?: Record<string, number> }>;
 
 interface SdkField {
   number: number;
@@ -21,12 +32,15 @@ export interface SdkDescriptors {
   services: Record<string, Record<string, { input: string; output: string; server_streaming: boolean; client_streaming: boolean }>>;
 }
 
+/** @berth/backend-modal's directory: the client the simulator serves holds both schemas' sources. */
+export const MODAL_PACKAGE = dirname(createRequire(import.meta.url).resolve('@berth/backend-modal/package.json'));
+
 export function readSdkDescriptors(): SdkDescriptors {
-  return JSON.parse(readFileSync(new URL('../sdk/sdk-descriptors.json', import.meta.url), 'utf8')) as SdkDescriptors;
+  return JSON.parse(readFileSync(join(MODAL_PACKAGE, 'test/sdk/sdk-descriptors.json'), 'utf8')) as SdkDescriptors;
 }
 
 export function readFieldsJson(): RawSchema {
-  return JSON.parse(readFileSync(new URL('../../src/wire/fields.json', import.meta.url), 'utf8')) as RawSchema;
+  return JSON.parse(readFileSync(join(MODAL_PACKAGE, 'src/wire/fields.json'), 'utf8')) as RawSchema;
 }
 
 /**

@@ -1,8 +1,8 @@
 // Version comparison for the simulator's "client too old" answer: numeric, part by part, as
 // Modal's versions (1.6.4, 0.67.18) and libmodal's stand-ins ("1.0.0", "424242") need.
 import { describe, expect, it } from 'vitest';
-import { checkClientVersion, compareVersions } from './client-version.js';
-import type { CallContext } from './grpc-server.js';
+import { checkClientVersion, compareVersions } from '../../src/modal-sim/client-version.js';
+import type { CallContext } from '../../src/modal-sim/grpc-server.js';
 
 const ctx = (version?: string) => ({ headers: version ? { 'x-modal-client-version': version } : {}, trailers: {} }) as unknown as CallContext;
 

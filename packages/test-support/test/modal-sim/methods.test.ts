@@ -2,9 +2,9 @@
 // service descriptors give it: a V2 RPC that reuses a V1 message, or answers Empty, cannot be
 // served under a guessed <Name>Request / <Name>Response.
 import { describe, expect, it } from 'vitest';
-import { type ControlPlaneDeps, controlPlaneMethods } from './control-plane.js';
-import { type RouterDeps, routerMethods } from './router.js';
-import { readSdkDescriptors } from './sdk-schema.js';
+import { type ControlPlaneDeps, controlPlaneMethods } from '../../src/modal-sim/control-plane.js';
+import { type RouterDeps, routerMethods } from '../../src/modal-sim/router.js';
+import { readSdkDescriptors } from '../../src/modal-sim/sdk-schema.js';
 
 describe('the methods the simulator serves', () => {
   it("match the SDK's service descriptors: request, response, streaming", () => {
