@@ -40,13 +40,18 @@ export interface ConformanceImages {
 
 /**
  * A TCP listener on this machine that the backend's `public` sandboxes reach (a bridge's gateway
- * address, the pods' bridge: host-only or loopback addresses only, never the internet).
+ * address, the pods' bridge: host-only or loopback addresses only, never the internet), with a DNS
+ * responder beside it on the same host, so that "DNS fails on network 'none'" has a positive control.
  */
 export interface ReachableListener {
   host: string;
   port: number;
   /** Did a connection send exactly this token and close its side? (`listenForTokens` gives one.) */
   received(token: string): boolean;
+  /** UDP port on `host` of a DNS responder that answers A queries for `<label>.berth-conformance.test`. */
+  dnsPort: number;
+  /** Did a DNS query for exactly this name reach the responder? */
+  asked(name: string): boolean;
   close(): Promise<void>;
 }
 

@@ -2,6 +2,7 @@ import { CapabilityError, ConfigError, type Environment, type EnvironmentSpecInp
 import { randomBytes } from 'node:crypto';
 import { describe, expect } from 'vitest';
 import type { Harness } from '../harness.js';
+import { DNS_ZONE } from '../dns-responder.js';
 import type { ReachableListener } from '../options.js';
 
 /**
@@ -17,10 +18,21 @@ async function reaches(env: Environment, listener: ReachableListener): Promise<b
   return got;
 }
 
-/** A DNS lookup from inside, asked of the listener's host (never a resolver off this machine). */
+/**
+ * A DNS lookup from inside of a fresh name in the responder's zone, asked of the responder beside
+ * the listener (never a resolver off this machine): true when the query reached it. A public
+ * sandbox must get true, so a false on network 'none' is the network's doing, not a dead resolver.
+ */
 async function resolves(env: Environment, listener: ReachableListener): Promise<boolean> {
-  const r = await env.exec(['nslookup', 'berth-conformance.invalid', listener.host], { timeoutMs: 30_000 });
-  return r.exitCode === 0;
+  const name = `berth-${randomBytes(6).toString('hex')}.${DNS_ZONE}`;
+  const r = await env.exec(['nslookup', '-type=a', `-port=${listener.dnsPort}`, name, listener.host], { timeoutMs: 30_000 });
+  const asked = listener.asked(name);
+  // Both sides must agree: an answer printed with no query seen (or the reverse) is neither state.
+  const answered = r.exitCode === 0 && r.stdout.includes(name);
+  expect(answered, `nslookup exited ${r.exitCode} (${`${r.stdout}${r.stderr}`.trim()}) but the responder ${asked ? 'got' : 'did not get'} the query`).toBe(
+    asked,
+  );
+  return asked;
 }
 
 export function capabilityCases(h: Harness): void {
@@ -81,7 +93,7 @@ export function capabilityCases(h: Harness): void {
 
     h.defineCase({
       id: 'capabilities.network-none',
-      title: "network 'none': no packet enters or leaves but on loopback (a listener a public sandbox reaches is not reached; DNS fails)",
+      title: "network 'none': no packet enters or leaves but on loopback (a listener and a DNS responder a public sandbox reaches are not reached)",
       unsupported: noListener,
       timeoutMs: 90_000,
       run: () =>
@@ -89,11 +101,12 @@ export function capabilityCases(h: Harness): void {
           // Proved first, so the refusal below cannot pass vacuously.
           await h.withEnv({ network: 'public' }, async (env) => {
             expect(await reaches(env, listener), `a public sandbox must reach ${listener.host}:${listener.port}`).toBe(true);
+            expect(await resolves(env, listener), `a public sandbox must resolve through ${listener.host}:${listener.dnsPort}`).toBe(true);
           });
           await h.withEnv({ network: 'none' }, async (env) => {
             expect(env.network).toBe('none');
             expect(await reaches(env, listener), `a sandbox on network 'none' reached ${listener.host}:${listener.port}`).toBe(false);
-            expect(await resolves(env, listener), "a DNS lookup succeeded on network 'none'").toBe(false);
+            expect(await resolves(env, listener), "a DNS lookup reached the responder on network 'none'").toBe(false);
             // Loopback stays.
             expect((await env.exec(['sh', '-c', 'cat /proc/net/dev'])).stdout).toMatch(/\blo:/);
             // Switching needs a sandbox made for it.
@@ -115,14 +128,16 @@ export function capabilityCases(h: Harness): void {
         withListener(async (listener) => {
           await h.withEnv({ network: 'none', networkSwitch: true }, async (env) => {
             expect(await reaches(env, listener), "reached the listener while on network 'none'").toBe(false);
+            expect(await resolves(env, listener), "a DNS lookup reached the responder while on network 'none'").toBe(false);
             await env.setNetwork('public');
             expect(env.network).toBe('public');
             expect(await reaches(env, listener), 'did not reach the listener once setNetwork(public) returned').toBe(true);
+            expect(await resolves(env, listener), 'did not resolve through the responder once setNetwork(public) returned').toBe(true);
             await env.setNetwork('public'); // already there: nothing to do
             await env.setNetwork('none');
             expect(env.network).toBe('none');
             expect(await reaches(env, listener), 'reached the listener once setNetwork(none) returned').toBe(false);
-            expect(await resolves(env, listener), "a DNS lookup succeeded on network 'none'").toBe(false);
+            expect(await resolves(env, listener), "a DNS lookup reached the responder on network 'none'").toBe(false);
             await env.setNetwork('public');
             expect(await reaches(env, listener), 'switching back to public did not restore the network').toBe(true);
             const bad = await env.setNetwork('bogus' as 'none').then(
