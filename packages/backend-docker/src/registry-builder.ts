@@ -4,6 +4,7 @@ import { BackendUnavailableError, ConfigError, parseImageRef, type ImageAuth, ty
 import { hashBuildContext, probeImage, raceAbort, resolvePullCredential, type PullCredential } from '@berth/core/backend-kit';
 import { DockerImageBuilder } from './build.js';
 import { dockerMessage, mapDaemonError } from './docker-errors.js';
+import { BACKEND } from './identity.js';
 import type { DockerBackendOptions } from './options.js';
 import { dockerAuthConfig, jsonLines } from './pull.js';
 
@@ -38,7 +39,7 @@ export class RegistryImageBuilder implements ImageBuilder {
     if (!repository || /[:@]/.test(repository.split('/').slice(1).join('/'))) {
       throw new ConfigError({
         operation: 'config',
-        backend: 'docker',
+        backend: BACKEND,
         path: 'repository',
         message: `repository must be a registry repository without a tag, e.g. 'registry.example/team/berth-builds'; got ${JSON.stringify(options.repository)}`,
       });

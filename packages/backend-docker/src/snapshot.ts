@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import type { SnapshotContext, SnapshotImage } from '@berth/core/backend-kit';
 import { mapDaemonError, statusOf } from './docker-errors.js';
+import { BACKEND } from './identity.js';
 
 /** Where snapshots go: a local repository, never pushed (a sandbox on this engine starts from it without a pull). */
 export const SNAPSHOT_REPOSITORY = 'berth-snapshot';
@@ -19,7 +20,7 @@ export async function commitSnapshot(docker: Docker, containerId: string, enviro
   const tag = randomBytes(6).toString('hex');
   const repo = `${SNAPSHOT_REPOSITORY}/${environmentId}`;
   const ref = `${repo}:${tag}`;
-  const errorCtx = { operation: 'snapshot' as const, backend: 'docker', environmentId };
+  const errorCtx = { operation: 'snapshot' as const, backend: BACKEND, environmentId };
   await docker.getContainer(containerId).commit({
     repo,
     tag,

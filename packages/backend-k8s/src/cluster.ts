@@ -2,13 +2,12 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, findHomeDir } from '@kubernetes/client-node';
 import { ConfigError, remedied } from '@berth/core';
-import type { BackendIdentity } from '@berth/core/backend-kit';
 import { keepConnectionsAlive } from './keep-alive-agent.js';
 import type { K8sBackendOptions } from './options.js';
 
-export const BACKEND = 'k8s';
-/** This backend as errors name it, and the factory their advice says to configure. */
-export const IDENTITY: BackendIdentity = { backend: BACKEND, factory: 'createK8sBackend' };
+import { BACKEND, IDENTITY } from './identity.js';
+
+export { BACKEND, IDENTITY };
 
 /** Where the backend's calls go, as resolved from the options and the kubeconfig (no API call). */
 export interface K8sTarget {

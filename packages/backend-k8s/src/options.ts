@@ -1,6 +1,7 @@
 import type { KubeConfig, V1Pod, V1Toleration } from '@kubernetes/client-node';
 import type { EnvironmentSpec, ImageBuilder } from '@berth/core';
 import { ConfigError } from '@berth/core';
+import { BACKEND, IDENTITY } from './identity.js';
 import {
   checkOptionNames,
   COMMON_OPTION_NAMES,
@@ -124,13 +125,13 @@ export function checkKubeconfigOption(source: unknown): void {
   if (source !== null && typeof source === 'object') {
     // A loaded KubeConfig (from any copy of client-node) has its own methods; a plain object is the { file, context } form.
     if (typeof (source as { loadFromFile?: unknown }).loadFromFile === 'function') return;
-    checkOptionNames(source, ['file', 'context', 'inCluster'], { what: "createK8sBackend's kubeconfig", path: 'options.kubeconfig', backend: 'k8s' });
+    checkOptionNames(source, ['file', 'context', 'inCluster'], { what: `${IDENTITY.factory}'s kubeconfig`, path: 'options.kubeconfig', backend: BACKEND });
     return;
   }
   throw new ConfigError({
     operation: 'config',
-    backend: 'k8s',
+    backend: BACKEND,
     path: 'options.kubeconfig',
-    message: `createK8sBackend's kubeconfig is ${JSON.stringify(source)}: give a file's path, { file, context }, { inCluster: true } or a loaded KubeConfig`,
+    message: `${IDENTITY.factory}'s kubeconfig is ${JSON.stringify(source)}: give a file's path, { file, context }, { inCluster: true } or a loaded KubeConfig`,
   });
 }

@@ -5,7 +5,7 @@
 // the Python SDK its fields.json is checked against (test/sdk-descriptors.unit.test.ts). The README's
 // "Client identity" section gives the reasons for the defaults.
 import { ConfigError, remedied, type BerthErrorOptions } from '@berth/core';
-import { BACKEND } from './credentials.js';
+import { BACKEND, IDENTITY } from './identity.js';
 import type { ModalBackendOptions } from './options.js';
 import { CLIENT_TYPE_NAMES, clientTypeNumber } from './wire/index.js';
 
@@ -31,7 +31,7 @@ const VERSION = /^[\x21-\x7e]{1,64}$/;
 /** The identity an options object asks for, checked before any I/O (ConfigError naming the option). */
 export function clientIdentity(options: Pick<ModalBackendOptions, 'clientVersion' | 'clientType'>): ClientIdentity {
   const refuse = (option: string, message: string) =>
-    new ConfigError({ operation: 'config', backend: BACKEND, path: `options.${option}`, message: `createModalBackend's ${option} ${message}` });
+    new ConfigError({ operation: 'config', backend: BACKEND, path: `options.${option}`, message: `${IDENTITY.factory}'s ${option} ${message}` });
   const version: unknown = options.clientVersion ?? MODAL_SDK_VERSION;
   if (typeof version !== 'string' || !VERSION.test(version))
     throw refuse(

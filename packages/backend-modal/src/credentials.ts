@@ -2,12 +2,12 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, remedied } from '@berth/core';
-import { registerSecret, type BackendIdentity } from '@berth/core/backend-kit';
+import { registerSecret } from '@berth/core/backend-kit';
 import type { ModalBackendOptions } from './options.js';
 
-export const BACKEND = 'modal';
-/** This backend as errors name it, and the factory their advice says to configure. */
-export const IDENTITY: BackendIdentity = { backend: BACKEND, factory: 'createModalBackend' };
+import { BACKEND, IDENTITY } from './identity.js';
+
+export { BACKEND, IDENTITY };
 const DEFAULT_SERVER = 'https://api.modal.com';
 
 export interface ModalCredentials {

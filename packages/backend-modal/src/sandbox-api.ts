@@ -2,7 +2,7 @@
 // V2 is what Modal's Python SDK 1.6.4 uses by default; V1 stays where the SDK itself stays on V1
 // and as a switch back, should Modal's V2 refuse something berth needs.
 import { ConfigError, type EnvironmentSpec } from '@berth/core';
-import { BACKEND } from './credentials.js';
+import { BACKEND, IDENTITY } from './identity.js';
 import type { ModalBackendOptions } from './options.js';
 import type { SandboxApiVersion } from './wire/index.js';
 
@@ -15,7 +15,7 @@ export function sandboxApiOption(options: Pick<ModalBackendOptions, 'sandboxApi'
     operation: 'config',
     backend: BACKEND,
     path: 'options.sandboxApi',
-    message: `createModalBackend's sandboxApi is 'v2' (the default, as Modal's SDK) or 'v1'; got ${JSON.stringify(value)}`,
+    message: `${IDENTITY.factory}'s sandboxApi is 'v2' (the default, as Modal's SDK) or 'v1'; got ${JSON.stringify(value)}`,
   });
 }
 

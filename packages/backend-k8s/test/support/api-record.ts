@@ -6,7 +6,8 @@ import { ADMIN_KUBECONFIG, NAMESPACE, adminApi } from '@berth/test-support/kube-
 
 export type ApiChange =
   | { rv: bigint; kind: 'pod-added'; name: string; pullSecrets: string[] }
-  | { rv: bigint; kind: 'secret-added' | 'secret-deleted'; name: string };
+  | { rv: bigint; kind: 'secret-added'; name: string }
+  | { rv: bigint; kind: 'secret-deleted'; name: string };
 
 export interface ApiRecord {
   /** Stops the watches; the changes so far, oldest first. */

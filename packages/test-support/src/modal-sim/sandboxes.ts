@@ -5,9 +5,8 @@
 // serves only its own (sandbox-ids.ts says why).
 import type Docker from 'dockerode';
 import type { Msg } from './codec.js';
-import type { ExecProcess } from './exec.js';
 import { Code, RpcError, type CallContext } from './grpc-server.js';
-import { createdNetwork, settleNetwork, type SandboxNetwork } from './network.js';
+import { createdNetwork, settleNetwork } from './network.js';
 import { newSandboxId, notFound, type SandboxVersion } from './sandbox-ids.js';
 import { containerSpec, GPU_TYPES } from './container-spec.js';
 import type { SandboxDeps, SandboxRecord } from './sandbox-record.js';

@@ -1,0 +1,5 @@
+import type { BackendIdentity } from '@berth/core/backend-kit';
+
+export const BACKEND = 'k8s';
+/** This backend as errors name it, and the factory their advice says to configure. */
+export const IDENTITY: BackendIdentity = { backend: BACKEND, factory: 'createK8sBackend' };
