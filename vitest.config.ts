@@ -12,6 +12,7 @@ export const alias = [
   { find: /^@berth\/backend-modal$/, replacement: src('backend-modal') },
   { find: /^@berth\/conformance$/, replacement: src('conformance') },
   { find: /^@berth\/harbor$/, replacement: src('harbor') },
+  { find: /^@berth\/serve$/, replacement: src('serve') },
   // Test infrastructure (private): the sources, as its package.json's exports say.
   { find: /^@berth\/test-support\/modal-sim$/, replacement: src('test-support', 'modal-sim/index.ts') },
   { find: /^@berth\/test-support\/(.+)$/, replacement: `${fileURLToPath(new URL('./packages/test-support/src/', import.meta.url))}$1.ts` },

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const READMES = [
   'README.md',
-  ...['core', 'backend-docker', 'backend-k8s', 'backend-modal', 'conformance', 'harbor', 'cli'].map((p) => `packages/${p}/README.md`),
+  ...['core', 'backend-docker', 'backend-k8s', 'backend-modal', 'conformance', 'harbor', 'serve', 'cli'].map((p) => `packages/${p}/README.md`),
 ];
 // Inside the repository, so that Node's resolution finds the packages' own dependencies (dockerode, vitest...).
 const OUT = join(ROOT, 'test', '.readme-code');
@@ -60,6 +60,7 @@ const OPTIONS: ts.CompilerOptions = {
     '@berth/backend-modal': SRC('backend-modal'),
     '@berth/conformance': SRC('conformance'),
     '@berth/harbor': SRC('harbor'),
+    '@berth/serve': SRC('serve'),
   },
 };
 

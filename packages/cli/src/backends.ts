@@ -1,4 +1,4 @@
-import type { Backend, ImageBuilder, MirrorRule } from '@berth/core';
+import { ConfigError, type Backend, type ImageBuilder, type MirrorRule } from '@berth/core';
 import type { Command } from 'commander';
 import { collect, mirrorRules } from './options.js';
 import { UsageError } from './usage-error.js';
@@ -124,4 +124,26 @@ export async function loadBackend(flags: BackendFlags, env: NodeJS.ProcessEnv = 
   const mirrors: readonly MirrorRule[] = mirrorRules(flags.mirror);
   const options: Record<string, unknown> = { ...(mirrors.length > 0 ? { mirrors } : {}), ...(name === 'k8s' ? await k8sOptions(flags, env) : {}) };
   return create(options);
+}
+
+/**
+ * A backend from library options, as `berth serve` gets them from its client (harbor's plugin):
+ * the backend's own option names; `buildRepository` makes the registry builder (k8s). Mistakes
+ * are ConfigErrors naming the param, which the client says in its own words.
+ */
+export async function backendFromOptions(name: string, options: Record<string, unknown>, buildRepository?: string): Promise<Backend> {
+  if (!(name in BACKENDS))
+    throw new ConfigError({ operation: 'config', path: 'params.backend', message: `unknown backend "${name}": choose one of ${BACKEND_NAMES.join(', ')}` });
+  let module: Record<string, unknown>;
+  try {
+    module = await importBackend(name as BackendName);
+  } catch (error) {
+    throw new ConfigError({ operation: 'config', path: 'params.backend', message: (error as Error).message, cause: error });
+  }
+  const { factory } = BACKENDS[name as BackendName];
+  const create = module[factory] as Factory;
+  if (buildRepository === undefined) return create(options);
+  const docker = await importBackend('docker');
+  const builder = (docker.createRegistryImageBuilder as (o: { repository: string }) => ImageBuilder)({ repository: buildRepository });
+  return create({ ...options, builder });
 }

@@ -6,9 +6,11 @@ import { registerPreflight } from './commands/preflight.js';
 import { registerRegrade } from './commands/regrade.js';
 import { registerReport } from './commands/report.js';
 import { registerRun } from './commands/run.js';
+import { registerServe } from './commands/serve.js';
 import { registerSweep } from './commands/sweep.js';
+import { VERSION } from './version.js';
 
-export const VERSION = '0.1.0';
+export { VERSION };
 
 /** The `berth` command line: one subcommand per file in commands/. */
 export function buildProgram(): Command {
@@ -35,6 +37,7 @@ Examples:
   registerShell(program);
   registerExec(program);
   registerSweep(program);
+  registerServe(program);
   registerReport(program);
   registerCensus(program);
   registerRegrade(program);
