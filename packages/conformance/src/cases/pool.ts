@@ -26,6 +26,7 @@ export function poolCases(h: Harness): void {
       timeoutMs: 120_000,
       run: async () => {
         const before = new Set(await h.options.faults!.listLeftovers!());
+        const added = async () => (await h.options.faults!.listLeftovers!()).filter((id) => !before.has(id));
         await withPool(backend().pool(h.spec({ env: { POOLED: 'yes' } }), { size: 2 }), async (pool) => {
           await pool.fill();
           expect(pool.stats).toMatchObject({ idle: 2, claimed: 0 });
@@ -33,14 +34,13 @@ export function poolCases(h: Harness): void {
           expect(env.phase).toBe('running');
           const r = await env.exec('echo "$POOLED"; echo err >&2; exit 3');
           expect(r).toMatchObject({ exitCode: 3, stdout: 'yes\n', stderr: 'err\n' });
-          await pool.fill();
-          expect(pool.stats).toMatchObject({ idle: 2, claimed: 1 });
+          // The claim refills on its own: nothing here asks it to.
+          await vi.waitFor(() => expect(pool.stats).toMatchObject({ idle: 2, claimed: 1 }), { timeout: h.ms(60_000), interval: 100 });
+          // What close must remove is there to be seen: the two idle sandboxes beside the claimed one.
+          expect(await added(), "the pool's sandboxes (two idle, one claimed) as listLeftovers sees them").toHaveLength(3);
           await h.release(env);
         });
-        expect(
-          (await h.options.faults!.listLeftovers!()).filter((id) => !before.has(id)),
-          'close removes every idle sandbox',
-        ).toEqual([]);
+        expect(await added(), 'close removes every idle sandbox').toEqual([]);
       },
     });
 
@@ -95,19 +95,37 @@ export function poolCases(h: Harness): void {
       timeoutMs: 120_000,
       run: async () => {
         const before = new Set(await h.options.faults!.listLeftovers!());
+        const added = async () => (await h.options.faults!.listLeftovers!()).filter((id) => !before.has(id));
         const pool = backend().pool(h.spec(), { size: 1 });
         const claims = [pool.claim(), pool.claim(), pool.claim()];
         for (const claim of claims) claim.catch(() => undefined);
-        await sleep(50);
-        await pool.close();
-        for (const claim of claims) {
-          const outcome = await claim.then(
-            (env) => (h.track(env), 'claimed'),
-            (e: unknown) => e,
-          );
-          expect(CancelledError.isInstance(outcome), String(outcome)).toBe(true);
+        // Close once the engine holds a sandbox of a start still in flight: a close that did not
+        // wait for it would resolve with that sandbox still listed.
+        const deadline = Date.now() + h.ms(60_000);
+        while ((await added()).length === 0) {
+          if (Date.now() > deadline) throw new Error(`no sandbox of the pool's starts reached the engine within ${h.ms(60_000)} ms`);
+          await sleep(20);
         }
-        expect((await h.options.faults!.listLeftovers!()).filter((id) => !before.has(id))).toEqual([]);
+        // Read in the same tick as close(): starts still in flight, and claims already handed a sandbox.
+        const { starting, claimed } = pool.stats;
+        expect(starting, 'starts in flight when close() was called').toBeGreaterThan(0);
+        expect(claimed, 'claims still waiting when close() was called').toBeLessThan(claims.length);
+        await pool.close();
+        expect(await added(), 'sandboxes left once close() resolved').toEqual([]);
+        const outcomes = await Promise.all(
+          claims.map((claim) =>
+            claim.then(
+              async (env) => {
+                // Handed its sandbox before close(): the caller's to tear down, not the pool's.
+                await h.release(h.track(env));
+                return 'claimed';
+              },
+              (e: unknown) => (CancelledError.isInstance(e) ? 'cancelled' : String(e)),
+            ),
+          ),
+        );
+        expect(outcomes.filter((o) => o === 'cancelled')).toHaveLength(claims.length - claimed);
+        expect(outcomes.filter((o) => o === 'claimed')).toHaveLength(claimed);
       },
     });
 
