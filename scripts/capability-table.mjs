@@ -8,6 +8,7 @@ import { createK8sBackend } from '@berth/backend-k8s';
 import { createModalBackend } from '@berth/backend-modal';
 import { skippedCasesTable } from '@berth/conformance/requirements';
 import { capabilityTable } from '@berth/core/backend-kit';
+import { harborPluginCapabilities } from '@berth/harbor';
 
 const backends = [createDockerBackend(), createK8sBackend(), createModalBackend()];
 export const SECTIONS = [
@@ -27,3 +28,9 @@ for (const [name, body] of SECTIONS) {
 }
 writeFileSync(readme, text);
 console.log('README.md: capability table and skipped conformance cases written');
+
+// harbor's plugin reads these while harbor constructs it, before it can ask berth.
+export const pluginCapabilities = () =>
+  JSON.stringify(Object.fromEntries(backends.map((b) => [b.name, harborPluginCapabilities(b.capabilities)])), null, 2) + '\n';
+writeFileSync(new URL('../python/harbor-berth/src/berth_harbor/capabilities.json', import.meta.url), pluginCapabilities());
+console.log('python/harbor-berth/src/berth_harbor/capabilities.json written');

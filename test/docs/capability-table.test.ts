@@ -8,6 +8,7 @@ import { skippedCasesTable } from '@berth/conformance/requirements';
 import { createDockerBackend } from '@berth/backend-docker';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { createModalBackend } from '@berth/backend-modal';
+import { harborPluginCapabilities } from '@berth/harbor';
 
 const backends = () => [createDockerBackend(), createK8sBackend(), createModalBackend()];
 
@@ -24,6 +25,12 @@ function section(name: string): string {
 describe("the README's generated parts", () => {
   it('the capability table is the one the backends generate (run `npm run docs:capabilities` after changing a capability or a hint)', () => {
     expect(section('capability-table')).toBe(capabilityTable(backends()));
+  });
+
+  it("harbor's plugin claims what the backends can do (run `npm run docs:capabilities`)", () => {
+    const file = JSON.parse(readFileSync(new URL('../../python/harbor-berth/src/berth_harbor/capabilities.json', import.meta.url), 'utf8'));
+    expect(file).toEqual(Object.fromEntries(backends().map((b) => [b.name, harborPluginCapabilities(b.capabilities)])));
+    expect(file.k8s.environment).toMatchObject({ disable_internet: true, dynamic_network_policy: true });
   });
 
   it('the skipped conformance cases are the ones the suite skips (run `npm run docs:capabilities`)', () => {

@@ -146,6 +146,12 @@ if [ "${BERTH_SKIP_MODAL_SDK:-0}" != 1 ]; then
   bash "$(dirname "$0")/modal-sdk.sh"
 fi
 
+# harbor (Python >= 3.12) from PyPI, pinned, with berth's harbor plugin from this checkout, for the
+# tests that run harbor itself on berth (BERTH_SKIP_HARBOR=1 leaves it out).
+if [ "${BERTH_SKIP_HARBOR:-0}" != 1 ]; then
+  bash "$(dirname "$0")/harbor.sh"
+fi
+
 # The one-node Kubernetes for the Kubernetes backend's tests (built from Kubernetes' Go modules the
 # first time; BERTH_SKIP_KUBE=1 leaves it out, for the Docker-only quickstart).
 if [ "${BERTH_SKIP_KUBE:-0}" != 1 ]; then

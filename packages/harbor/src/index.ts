@@ -29,3 +29,4 @@ export { setJobAside } from './job-dir.js';
 export { runHarborJob, type HarborJobOptions, type HarborJobReport, type HarborTaskStatus, type HarborTaskSummary } from './job.js';
 export { startTaskSandbox, type TaskSandboxOptions } from './dev-sandbox.js';
 export { TaskSnapshots, type SnapshotSetup, type SnapshotUse } from './snapshot-setup.js';
+export { harborPluginCapabilities, type HarborPluginCapabilities } from './plugin-capabilities.js';

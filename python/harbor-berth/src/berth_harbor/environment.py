@@ -1,0 +1,204 @@
+"""harbor 0.25's ``BaseEnvironment`` on berth: ``harbor run -e berth_harbor:BerthEnvironment --ek backend=k8s``.
+
+Every call goes to a shared `berth serve --stdio` process (rpc.py). What harbor means by each
+argument is kept: ``exec`` runs ``bash -c <command>`` as ``user`` (else the phase's default user,
+else the image's), with the merged env and ``cwd or [environment].workdir``; a berth-side timeout
+returns 124, as harbor's Kubernetes environments do, never a TimeoutError (harbor would relabel
+it). Network policies switch per phase through berth's network switching.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from harbor.environments.base import BaseEnvironment, ExecResult
+from harbor.environments.capabilities import EnvironmentCapabilities, EnvironmentResourceCapabilities
+from harbor.environments.definition import require_agent_environment_definition
+from harbor.models.task.config import NetworkMode, NetworkPolicy
+
+from .errors import BerthConfigError, BerthHarborError
+from .options import KEYS, parse_options
+from .rpc import BerthProcess, berth_command, shared_process
+
+LOG_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
+
+
+def _capabilities() -> dict[str, Any]:
+    return json.loads(resources.files("berth_harbor").joinpath("capabilities.json").read_text())
+
+
+class BerthEnvironment(BaseEnvironment):
+    def __init__(self, *args: Any, **kwargs: Any):
+        # harbor reads capabilities inside BaseEnvironment.__init__: the options must be known first.
+        given = {key: kwargs.pop(key) for key in list(kwargs) if key in KEYS}
+        self._berth = parse_options(given)
+        self._command = berth_command(self._berth.berth)
+        self._caps = _capabilities()[self._berth.backend]
+        self._process: BerthProcess | None = None
+        self._id: str | None = None
+        self._shell = "bash"
+        super().__init__(*args, **kwargs)
+
+    @staticmethod
+    def type() -> str:
+        return "berth"
+
+    @property
+    def capabilities(self) -> EnvironmentCapabilities:
+        return EnvironmentCapabilities(**self._caps["environment"])
+
+    @classmethod
+    def resource_capabilities(cls) -> EnvironmentResourceCapabilities:
+        # Per class, not per backend (harbor asks before any instance): what every backend honours.
+        return EnvironmentResourceCapabilities(cpu_limit=True, memory_limit=True, fractional_cpus=True)
+
+    @classmethod
+    def preflight(cls) -> None:
+        """Before any trial: berth runs. (The backend's own checks come with each start, as typed errors.)"""
+        try:
+            command = berth_command(None)
+            subprocess.run([*command, "--version"], check=True, capture_output=True, timeout=60)
+        except (ValueError, OSError, subprocess.SubprocessError) as error:
+            raise SystemExit(f"berth_harbor: cannot run berth ({error}); install @berth/cli or set BERTH_COMMAND") from error
+
+    def _validate_definition(self) -> None:
+        require_agent_environment_definition(self.environment_dir, docker_image=self.task_env_config.docker_image)
+
+    # -- the sandbox ---------------------------------------------------------------------------
+
+    def _spec(self) -> dict[str, Any]:
+        config = self.task_env_config
+        image: Any
+        if config.docker_image:
+            image = config.docker_image
+        else:
+            image = {"build": {"context": str(self.environment_dir.resolve()), "dockerfile": "Dockerfile"}}
+        resources: dict[str, Any] = {}
+        if config.cpus:
+            resources["cpus"] = config.cpus
+        if config.memory_mb:
+            resources["memoryMb"] = config.memory_mb
+        if config.storage_mb:
+            resources["storageMb"] = config.storage_mb
+        if config.gpus:
+            resources["gpus"] = config.gpus
+            if config.gpu_types:
+                resources["gpuTypes"] = list(config.gpu_types)
+        policies = [self.network_policy, *self._phase_network_policies]
+        spec: dict[str, Any] = {
+            "image": image,
+            "resources": resources,
+            "network": "none" if self.network_policy.network_mode == NetworkMode.NO_NETWORK else "public",
+            # Another phase's network differs from the start's: the sandbox must be able to switch.
+            "networkSwitch": any(p.network_mode != self.network_policy.network_mode for p in policies),
+            "env": self._startup_env() or {},
+            "labels": {"berth.harbor-session": _label(self.session_id)},
+        }
+        if config.workdir:
+            spec["workdir"] = config.workdir
+        return spec
+
+    async def start(self, force_build: bool) -> None:
+        self._process = await shared_process(self._command, self._berth.initialize())
+        started = await self._process.call("start", {"spec": self._spec()})
+        self._id = started["id"]
+        self.logger.debug("berth sandbox %s started in %s ms", self._id, started.get("startMs"))
+        # harbor expects its log directories, writable by whichever user a phase runs as; and its
+        # commands are bash's (as harbor's docker environment runs them), or sh's where the image
+        # has no bash (a busybox image), so that a task harbor's docker environment cannot run still runs here.
+        dirs = " ".join(LOG_DIRS)
+        made = await self._process.call(
+            "exec", {"id": self._id, "argv": ["sh", "-c", f"mkdir -p {dirs} && chmod 777 {dirs} && {{ command -v bash || true; }}"], "user": "root"}
+        )
+        if made.get("exitCode") != 0:
+            raise BerthConfigError(f"[berth] could not make harbor's log directories ({dirs}) in the sandbox: {made.get('stdout', '')}{made.get('stderr', '')}")
+        self._shell = "bash" if made.get("stdout", "").strip() else "sh"
+        # A prebuilt image with loose files in environment/: harbor's own rule copies them into the workdir.
+        await self._upload_environment_dir_after_start()
+
+    async def stop(self, delete: bool) -> None:
+        # Under asyncio.shield, and called even after a failed start: idempotent, and never raises
+        # (harbor would record a stop failure as the trial's error).
+        sandbox, self._id = self._id, None
+        if sandbox is None or self._process is None:
+            return
+        if not delete:
+            self.logger.warning("berth sandbox %s kept (--no-delete): it is removed when harbor exits", sandbox)
+            return
+        try:
+            await self._process.call("teardown", {"id": sandbox})
+        except BerthHarborError as error:
+            self.logger.warning("berth: tearing down %s failed: %s", sandbox, error)
+
+    def _sandbox(self) -> tuple[BerthProcess, str]:
+        if self._process is None or self._id is None:
+            raise BerthConfigError("[berth] the sandbox is not running (its start failed, or it was stopped)")
+        return self._process, self._id
+
+    # -- commands ------------------------------------------------------------------------------
+
+    async def exec(
+        self,
+        command: str,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_sec: int | None = None,
+        user: str | int | None = None,
+    ) -> ExecResult:
+        process, sandbox = self._sandbox()
+        resolved = self._resolve_user(user)
+        merged = self._merge_env(env)
+        params: dict[str, Any] = {"id": sandbox, "argv": [self._shell, "-c", command]}
+        if resolved is not None:
+            params["user"] = str(resolved)
+        if merged:
+            params["env"] = merged
+        workdir = cwd or self.task_env_config.workdir
+        if workdir:
+            params["cwd"] = workdir
+        if timeout_sec:
+            params["timeoutMs"] = int(timeout_sec * 1000)
+        callback = self._output_callback()
+        if callback:
+            params["stream"] = True
+        result = await process.call("exec", params, on_output=callback)
+        if result.get("timedOut"):
+            return ExecResult(stdout=result.get("stdout"), stderr=f"{result.get('stderr') or ''}Command timed out after {timeout_sec} seconds", return_code=124)
+        return ExecResult(stdout=result.get("stdout"), stderr=result.get("stderr"), return_code=int(result.get("exitCode", 1)))
+
+    # -- files ---------------------------------------------------------------------------------
+
+    async def upload_file(self, source_path: Path | str, target_path: str) -> None:
+        process, sandbox = self._sandbox()
+        await process.call("uploadFile", {"id": sandbox, "from": str(Path(source_path).resolve()), "to": target_path})
+
+    async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+        process, sandbox = self._sandbox()
+        await process.call("uploadDir", {"id": sandbox, "from": str(Path(source_dir).resolve()), "to": target_dir})
+
+    async def download_file(self, source_path: str, target_path: Path | str) -> None:
+        process, sandbox = self._sandbox()
+        Path(target_path).parent.mkdir(parents=True, exist_ok=True)
+        await process.call("downloadFile", {"id": sandbox, "from": source_path, "to": str(Path(target_path).resolve())})
+
+    async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+        process, sandbox = self._sandbox()
+        Path(target_dir).mkdir(parents=True, exist_ok=True)
+        await process.call("downloadDir", {"id": sandbox, "from": source_dir, "to": str(Path(target_dir).resolve())})
+
+    # -- networks ------------------------------------------------------------------------------
+
+    async def _apply_network_policy(self, network_policy: NetworkPolicy) -> None:
+        process, sandbox = self._sandbox()
+        mode = "none" if network_policy.network_mode == NetworkMode.NO_NETWORK else "public"
+        await process.call("setNetwork", {"id": sandbox, "mode": mode})
+
+
+def _label(value: str) -> str:
+    """A Kubernetes label value: at most 63 of [A-Za-z0-9._-], alphanumeric at both ends."""
+    cleaned = "".join(c if c.isalnum() or c in "._-" else "-" for c in value)[-63:].strip("._-")
+    return cleaned or "harbor"

@@ -1,0 +1,136 @@
+"""``--ek key=value`` for the berth environment: checked at construction (a mistake stops the job
+before any trial runs, naming the key), then turned into berth's own option names for
+`berth serve`'s ``initialize``. Credentials never go through ``--ek`` (harbor writes its values
+into config.json and result.json): each backend reads its own (Docker's config, the kubeconfig,
+Modal's token variables).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+BACKENDS = ("docker", "k8s", "modal")
+PULL_POLICIES = ("if-missing", "always", "never")
+
+# key -> (backends it applies to, what it takes)
+KEYS: dict[str, tuple[tuple[str, ...], str]] = {
+    "backend": (BACKENDS, "docker, k8s or modal"),
+    "berth": (BACKENDS, "the command that runs berth, e.g. 'node /opt/berth/bin/berth.js' (default: berth on PATH, or $BERTH_COMMAND)"),
+    "pool": (BACKENDS, "how many idle sandboxes to keep warm per task image, a whole number >= 0"),
+    "pull_policy": (BACKENDS, "if-missing, always or never"),
+    "mirrors": (BACKENDS, 'a JSON object of registry prefixes to mirrors, e.g. {"docker.io":"mirror.example/dockerhub"}'),
+    "kubeconfig": (("k8s",), "the kubeconfig file (default $KUBECONFIG, else ~/.kube/config)"),
+    "context": (("k8s",), "a context of the kubeconfig"),
+    "namespace": (("k8s",), "the namespace pods go into"),
+    "build_repository": (("k8s",), "a registry repository to push images built from environment/Dockerfile to, for the cluster to pull"),
+    "network_probe": (("k8s",), "host:port every public pod reaches, for proving network none from inside"),
+    "image_pull_secrets": (("k8s",), 'pull secrets of the namespace for every pod, a JSON list: ["regcred"]'),
+    "app": (("modal",), "the Modal app sandboxes belong to"),
+    "modal_environment": (("modal",), "the Modal environment"),
+}
+
+
+class OptionError(ValueError):
+    """A bad --ek value: harbor stops the job before any trial, with this message."""
+
+
+@dataclass
+class BerthOptions:
+    backend: str = "docker"
+    berth: str | None = None
+    pool: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+    build_repository: str | None = None
+
+    def initialize(self) -> dict[str, Any]:
+        """The params of `initialize`: one berth process per distinct value of this."""
+        params: dict[str, Any] = {"backend": self.backend, "options": self.options}
+        if self.pool:
+            params["pool"] = self.pool
+        if self.build_repository:
+            params["buildRepository"] = self.build_repository
+        return params
+
+
+def _text(key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise OptionError(f"--ek {key}={value!r}: {KEYS[key][1]} (a non-empty string)")
+    return value
+
+
+def parse_options(given: dict[str, Any]) -> BerthOptions:
+    """The berth keys among a constructor's keyword arguments (harbor passes --ek values there)."""
+    backend = given.get("backend", "docker")
+    if backend not in BACKENDS:
+        raise OptionError(f"--ek backend={backend!r}: choose one of {', '.join(BACKENDS)}")
+    for key in given:
+        if key in KEYS and backend not in KEYS[key][0]:
+            raise OptionError(f"--ek {key} is for --ek backend={'/'.join(KEYS[key][0])}, not backend={backend}")
+    out = BerthOptions(backend=backend)
+    if "berth" in given:
+        out.berth = _text("berth", given["berth"])
+    if "pool" in given:
+        pool = given["pool"]
+        if isinstance(pool, bool) or not isinstance(pool, int) or pool < 0:
+            raise OptionError(f"--ek pool={pool!r}: {KEYS['pool'][1]}")
+        out.pool = pool
+    opts = out.options
+    if "pull_policy" in given:
+        if given["pull_policy"] not in PULL_POLICIES:
+            raise OptionError(f"--ek pull_policy={given['pull_policy']!r}: {KEYS['pull_policy'][1]}")
+        opts["pullPolicy"] = given["pull_policy"]
+    if "mirrors" in given:
+        mirrors = given["mirrors"]
+        if not isinstance(mirrors, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mirrors.items()):
+            raise OptionError(f"--ek mirrors={mirrors!r}: {KEYS['mirrors'][1]}")
+        opts["mirrors"] = [{"from": k, "to": v} for k, v in mirrors.items()]
+    if backend == "k8s":
+        kubeconfig = {k: _text(name, given[name]) for name, k in (("kubeconfig", "file"), ("context", "context")) if name in given}
+        if kubeconfig:
+            opts["kubeconfig"] = kubeconfig
+        if "namespace" in given:
+            opts["namespace"] = _text("namespace", given["namespace"])
+        if "build_repository" in given:
+            out.build_repository = _text("build_repository", given["build_repository"])
+        if "network_probe" in given:
+            probe = _text("network_probe", given["network_probe"])
+            m = re.fullmatch(r"(\[[0-9a-fA-F:.]+\]|[^:\s]+):(\d{1,5})", probe)
+            if not m or not 0 < int(m.group(2)) < 65536:
+                raise OptionError(f"--ek network_probe={probe!r}: {KEYS['network_probe'][1]} (e.g. 10.0.0.1:443)")
+            opts["networkPolicy"] = {"probe": {"host": m.group(1).strip("[]"), "port": int(m.group(2))}}
+        if "image_pull_secrets" in given:
+            secrets = given["image_pull_secrets"]
+            if not isinstance(secrets, list) or not all(isinstance(s, str) and s for s in secrets):
+                raise OptionError(f"--ek image_pull_secrets={secrets!r}: {KEYS['image_pull_secrets'][1]}")
+            opts["imagePullSecrets"] = secrets
+    if backend == "modal":
+        if "app" in given:
+            opts["appName"] = _text("app", given["app"])
+        if "modal_environment" in given:
+            opts["environmentName"] = _text("modal_environment", given["modal_environment"])
+    return out
+
+
+def option_key(path: str | None) -> str | None:
+    """The --ek key for a berth option path berth named in a ConfigError (`options.namespace`)."""
+    if not path:
+        return None
+    names = {
+        "options.namespace": "namespace",
+        "options.kubeconfig": "kubeconfig",
+        "options.pullPolicy": "pull_policy",
+        "options.mirrors": "mirrors",
+        "options.networkPolicy.probe": "network_probe",
+        "options.imagePullSecrets": "image_pull_secrets",
+        "options.appName": "app",
+        "options.environmentName": "modal_environment",
+        "params.buildRepository": "build_repository",
+        "params.pool": "pool",
+        "params.backend": "backend",
+    }
+    for prefix, key in names.items():
+        if path == prefix or path.startswith(prefix + "."):
+            return key
+    return None
