@@ -93,8 +93,29 @@ describe('kit exec over a transport', () => {
 
   it("the caller's abort kills the command and rejects with CancelledError", async () => {
     const { env } = await started();
-    const error = await env.exec('sleep 30', { signal: AbortSignal.timeout(200) }).catch((e: unknown) => e);
-    expect(CancelledError.isInstance(error)).toBe(true);
+    // The command's shell and its child say their pids; the abort comes once both are seen running.
+    const controller = new AbortController();
+    const pids: number[] = [];
+    const seenAlive: boolean[] = [];
+    const error = await env
+      .exec('echo $$; sleep 30 >/dev/null 2>&1 & echo $!; wait', {
+        signal: controller.signal,
+        onStdout: (chunk) => {
+          for (const pid of Buffer.from(chunk).toString().trim().split('\n').map(Number)) {
+            pids.push(pid);
+            seenAlive.push(alive(pid));
+          }
+          if (pids.length === 2) controller.abort(new Error('caller gave up'));
+        },
+      })
+      .catch((e: unknown) => e);
+    try {
+      expect(CancelledError.isInstance(error), String(error)).toBe(true);
+      expect(seenAlive, `the command ${pids.join(', ')} before the abort`).toEqual([true, true]);
+      for (const pid of pids) expect(alive(pid), `pid ${pid} once the exec rejected`).toBe(false);
+    } finally {
+      for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    }
   });
 
   it('a failed command in a sandbox replaced under its name is SandboxLostError (replaceable transports only)', async () => {

@@ -2,8 +2,8 @@
 // The "sandbox" is this machine (real child processes, as root), each command in a mount namespace
 // of its own where /etc/passwd and /etc/group are the test's files, and PATH holds only the tools a
 // test gives it: every switching tool is run for real, one at a time.
-import { execFile } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -76,6 +76,15 @@ const failure = (p: Promise<unknown>): Promise<unknown> =>
     (e: unknown) => e,
   );
 
+/** Running or sleeping; a zombie waiting for its reaper is dead. */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 const WHO = ['sh', '-c', 'echo "$(id -u) $(id -g) [$(id -G)] $HOME"'];
 
 describe('kit: opts.user through the launcher', () => {
@@ -120,16 +129,24 @@ describe('kit: opts.user through the launcher', () => {
 
   it('an unknown user or group is a ConfigError on opts.user, as on Docker; nothing of the command runs', async () => {
     const { env } = await started(await toolDir('unknown', { setpriv: '/usr/bin/setpriv' }));
+    // The command leaves a file where any user may write: the same command as a known user shows it would.
+    const out = join(root, 'unknown-out');
+    await mkdir(out);
+    await chmod(out, 0o777);
+    const ran = (name: string) => ['sh', '-c', 'echo ran > "$1"', 'sh', join(out, name)];
+    expect((await env.exec(ran('app'), { user: 'app' })).exitCode).toBe(0);
+    expect(await readFile(join(out, 'app'), 'utf8')).toBe('ran\n');
     for (const [user, what] of [
       ['berth-no-such-user', 'unable to find user berth-no-such-user'],
       ['app:berth-no-group', 'unable to find group berth-no-group'],
     ] as const) {
-      const error = await failure(env.exec('echo ran', { user }));
+      const error = await failure(env.exec(ran(user), { user }));
       expect(ConfigError.isInstance(error), String(error)).toBe(true);
       expect(error).toMatchObject({ path: 'opts.user', operation: 'exec' });
       expect((error as Error).message).toContain(`cannot run as user "${user}"`);
       expect((error as Error).message).toContain(what);
     }
+    expect(await readdir(out), 'files the refused commands left').toEqual(['app']);
   });
 
   it('an image with no tool that can switch users: a ConfigError naming what was looked for and what to install', async () => {
@@ -154,11 +171,27 @@ describe('kit: opts.user through the launcher', () => {
     const { env } = await started(await toolDir('tree', { setpriv: '/usr/bin/setpriv' }));
     const r = await env.exec(['sh', '-c', 'cat; exit 7'], { user: '1234', stdin: 'typed\n' });
     expect(r).toMatchObject({ exitCode: 7, stdout: 'typed\n' });
-    const marker = 7731;
-    const slow = await env.exec(`sleep ${marker}1 & sleep ${marker}2`, { user: '1234', timeoutMs: 300 });
-    expect(slow.timedOut).toBe(true);
-    const left = await new Promise<string>((resolve) => execFile('pgrep', ['-f', `sleep ${marker}`], (_e, out) => resolve(out)));
-    expect(left.trim()).toBe('');
+    // Each sleeper says its pid once it runs; it is seen alive then, before the timeout fires.
+    const pids: number[] = [];
+    const seenAlive: boolean[] = [];
+    const slow = await env.exec('sleep 77311 >/dev/null 2>&1 & echo $!; sleep 77312 >/dev/null 2>&1 & echo $!; wait', {
+      user: '1234',
+      timeoutMs: 1_500,
+      onStdout: (chunk) => {
+        for (const pid of Buffer.from(chunk).toString().trim().split('\n').map(Number)) {
+          pids.push(pid);
+          seenAlive.push(alive(pid));
+        }
+      },
+    });
+    try {
+      expect(slow.timedOut).toBe(true);
+      expect(seenAlive, `the sleepers ${pids.join(', ')} while the command ran`).toEqual([true, true]);
+      for (const pid of pids) expect(alive(pid), `sleeper ${pid} once the timeout returned`).toBe(false);
+    } finally {
+      // Should the tree killer miss them, they must not outlive the test (their output goes nowhere, so the exec did return).
+      for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    }
   });
 
   it('a backend without the execUser capability refuses opts.user (root aside) before anything runs', async () => {
