@@ -1,0 +1,80 @@
+// Runs the real harbor (0.25.0 from PyPI, in the venv test/setup/harbor.sh makes) with berth's
+// plugin, and reads harbor's own result files.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
+export const EXAMPLES = join(REPO, 'examples/tasks');
+export const FIXTURES = fileURLToPath(new URL('../tasks/', import.meta.url));
+const VENV = process.env.BERTH_HARBOR_VENV ?? '/var/lib/berth-test/harbor-venv';
+export const BERTH = `${process.execPath} ${join(REPO, 'packages/cli/bin/berth.js')}`;
+
+export interface HarborRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  output: string;
+}
+
+/** `harbor run -e berth_harbor:BerthEnvironment -a oracle` on `path` with these --ek pairs; `onStart` sees the child. */
+export function harborRun(
+  path: string,
+  jobsDir: string,
+  jobName: string,
+  ek: Record<string, string>,
+  opts: { args?: string[]; env?: Record<string, string>; onStart?: (child: ChildProcess) => void; timeoutMs?: number } = {},
+): Promise<HarborRun> {
+  const args = ['run', '-p', path, '-e', 'berth_harbor:BerthEnvironment', '-a', 'oracle', '-o', jobsDir, '--job-name', jobName, '-y', '-n', '4'];
+  for (const [key, value] of Object.entries(ek)) args.push('--ek', `${key}=${value}`);
+  args.push(...(opts.args ?? []));
+  const child = spawn(join(VENV, 'bin/harbor'), args, {
+    env: {
+      ...process.env,
+      BERTH_COMMAND: BERTH,
+      // LiteLLM (a harbor dependency) fetches a price list from the internet unless told not to.
+      LITELLM_LOCAL_MODEL_COST_MAP: 'True',
+      ...opts.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  opts.onStart?.(child);
+  let output = '';
+  child.stdout.on('data', (d) => (output += d));
+  child.stderr.on('data', (d) => (output += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 300_000);
+  return new Promise((resolve) =>
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, output });
+    }),
+  );
+}
+
+export interface TrialResult {
+  task_name: string;
+  verifier_result: { rewards?: Record<string, number> } | null;
+  exception_info: { exception_type: string; exception_message: string } | null;
+}
+
+/** Each trial's result.json of a job, by task name. */
+export function trials(jobDir: string): Map<string, TrialResult> {
+  const out = new Map<string, TrialResult>();
+  for (const entry of readdirSync(jobDir, { withFileTypes: true })) {
+    if (!entry.isDirectory()) continue;
+    const result = JSON.parse(readFileSync(join(jobDir, entry.name, 'result.json'), 'utf8')) as TrialResult;
+    out.set(result.task_name, result);
+  }
+  return out;
+}
+
+/** task -> reward, or the exception's type when the trial has none. */
+export function outcomes(jobDir: string): Record<string, number | string> {
+  return Object.fromEntries(
+    [...trials(jobDir)].map(([name, t]) => [name, t.verifier_result?.rewards?.reward ?? t.exception_info?.exception_type ?? 'no result']),
+  );
+}
+
+export function jobResult(jobDir: string): { stats: { n_retries?: number; n_errored_trials?: number }; finished_at: string | null } {
+  return JSON.parse(readFileSync(join(jobDir, 'result.json'), 'utf8'));
+}
