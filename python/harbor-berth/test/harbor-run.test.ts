@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminApi, BERTH_KUBECONFIG, NAMESPACE } from '@berth/test-support/kube-cluster';
 import { ModalSimulator } from '@berth/test-support/modal-sim';
-import { EXAMPLES, FIXTURES, harborRun, jobResult, outcomes } from './support/harbor.js';
+import { EXAMPLES, FIXTURES, harborRun, outcomes } from './support/harbor.js';
 
 const run = promisify(execFile);
 let root: string;
