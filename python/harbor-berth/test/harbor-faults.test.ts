@@ -56,6 +56,26 @@ describe('harbor on berth, when the infrastructure fails', () => {
     expect(await harborContainers()).toEqual([]);
   }, 300_000);
 
+  it("berth's process killed mid-trial: the trial gets a retryable RuntimeRequestError at once, and berth's guardian removes the sandbox", async () => {
+    let pid = 0;
+    const jobs = join(root, 'jobs');
+    const running = harborRun(FIXTURES, jobs, 'berth-killed', { backend: 'docker' }, { args: ['-i', 'slow'], onStart: (child) => (pid = child.pid ?? 0) });
+    const sandbox = await solving();
+    const { stdout } = await run('ps', ['-o', 'pid=,args=', '--ppid', String(pid)]);
+    const serve = stdout.split('\n').find((line) => line.includes('serve --stdio'));
+    expect(serve, stdout).toBeDefined();
+    process.kill(Number.parseInt(serve!.trim(), 10), 'SIGKILL');
+    expect((await running).code).toBe(0);
+    const [trial] = [...trials(join(jobs, 'berth-killed')).values()];
+    expect(trial?.exception_info).toMatchObject({ exception_type: 'RuntimeRequestError', exception_message: expect.stringMatching(/berth process .* exited/) });
+    let left = await harborContainers();
+    for (let i = 0; i < 60 && left.includes(sandbox); i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      left = await harborContainers();
+    }
+    expect(left).not.toContain(sandbox);
+  }, 300_000);
+
   it('harbor killed with SIGKILL mid-trial: its berth process sees stdin end and removes the sandbox within 30 s', async () => {
     let pid = 0;
     const killed = harborRun(
