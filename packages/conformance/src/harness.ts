@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BerthError, pooled, type Backend, type Environment, type EnvironmentSpecInput, type PooledBackend } from '@berth/core';
+import { BerthError, pooled, type Backend, type Environment, type EnvironmentPool, type EnvironmentSpecInput, type PooledBackend } from '@berth/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { CaseNeed, ConformanceOptions } from './options.js';
 import { capabilityGap } from './requirements.js';
@@ -96,6 +96,11 @@ export class Harness {
   rawBackend(): Backend {
     this.#raw ??= this.options.createBackend();
     return this.#raw;
+  }
+
+  /** The warm pools of a pooled run made so far (none without `options.pool`), for cases that must tell their idle sandboxes from leftovers. */
+  pools(): EnvironmentPool[] {
+    return [...(this.#pooled?.pools.values() ?? [])];
   }
 
   /** Close the pools of a pooled run (their idle sandboxes are removed); nothing without `options.pool`. */

@@ -1,4 +1,4 @@
-import { CapabilityError, ConfigError, type Environment, type EnvironmentSpecInput } from '@berth/core';
+import { CapabilityError, ConfigError, type CapabilityHints, type Environment, type EnvironmentSpecInput } from '@berth/core';
 import { randomBytes } from 'node:crypto';
 import { describe, expect } from 'vitest';
 import type { Harness } from '../harness.js';
@@ -37,22 +37,25 @@ async function resolves(env: Environment, listener: ReachableListener): Promise<
 
 export function capabilityCases(h: Harness): void {
   describe('capabilities', () => {
-    /** Specs asking for what the backend says it cannot do; each must be refused before any I/O. */
-    const refusals = (): Array<[string, EnvironmentSpecInput]> => {
+    /**
+     * Specs asking for what the backend says it cannot do, each with the capability its refusal
+     * must name (a key of CapabilityHints); each must be refused before any I/O.
+     */
+    const refusals = (): Array<[string, EnvironmentSpecInput, keyof CapabilityHints]> => {
       const caps = h.backend().capabilities;
-      const out: Array<[string, EnvironmentSpecInput]> = [];
-      if (!caps.gpus) out.push(['gpus', h.spec({ resources: { gpus: 1 } })]);
-      else if (!caps.gpuTypes) out.push(['GPU types', h.spec({ resources: { gpus: 1, gpuTypes: ['H100'] } })]);
+      const out: Array<[string, EnvironmentSpecInput, keyof CapabilityHints]> = [];
+      if (!caps.gpus) out.push(['gpus', h.spec({ resources: { gpus: 1 } }), 'gpus']);
+      else if (!caps.gpuTypes) out.push(['GPU types', h.spec({ resources: { gpus: 1, gpuTypes: ['H100'] } }), 'gpuTypes']);
       for (const mode of ['public', 'none'] as const) {
-        if (!caps.networkModes.includes(mode)) out.push([`network ${mode}`, h.spec({ network: mode })]);
+        if (!caps.networkModes.includes(mode)) out.push([`network ${mode}`, h.spec({ network: mode }), 'network']);
       }
       if (!caps.mounts.includes('image')) {
-        out.push(['image mounts', h.spec({ mounts: [{ type: 'image', image: h.options.images.basic, target: '/opt/runtime' }] })]);
+        out.push(['image mounts', h.spec({ mounts: [{ type: 'image', image: h.options.images.basic, target: '/opt/runtime' }] }), 'mounts.image']);
       }
-      if (!caps.imageBuild) out.push(['image builds', h.spec({ image: { build: { context: '/tmp' } } })]);
-      if (!caps.networkSwitch) out.push(['network switching', h.spec({ networkSwitch: true })]);
+      if (!caps.imageBuild) out.push(['image builds', h.spec({ image: { build: { context: '/tmp' } } }), 'imageBuild']);
+      if (!caps.networkSwitch) out.push(['network switching', h.spec({ networkSwitch: true }), 'networkSwitch']);
       if (!caps.mounts.includes('bind')) {
-        out.push(['bind mounts', h.spec({ mounts: [{ type: 'bind', source: '/tmp', target: '/mnt/host' }] })]);
+        out.push(['bind mounts', h.spec({ mounts: [{ type: 'bind', source: '/tmp', target: '/mnt/host' }] }), 'mounts.bind']);
       }
       return out;
     };
@@ -62,7 +65,7 @@ export function capabilityCases(h: Harness): void {
       title: 'a spec asking for a capability the backend does not claim is a CapabilityError, before any I/O',
       unsupported: () => (refusals().length === 0 ? 'the backend claims every capability this case can refuse' : undefined),
       run: async () => {
-        for (const [what, spec] of refusals()) {
+        for (const [what, spec, capability] of refusals()) {
           let syncError: unknown;
           try {
             h.track(h.backend().environment(spec));
@@ -73,7 +76,7 @@ export function capabilityCases(h: Harness): void {
           const error = await h.expectStartFailure(spec, CapabilityError);
           expect(error.category).toBe('permanent_infra');
           expect(error.retryable).toBe(false);
-          expect(error.capability.length).toBeGreaterThan(0);
+          expect(error.capability, `the capability named by the refusal of ${what}`).toBe(capability);
         }
       },
     });
