@@ -19,6 +19,11 @@ export interface ConformanceFaults {
    * the backend names resources after them makes the messages of failed checks easier to read.
    */
   listLeftovers?: () => Promise<string[]>;
+  /**
+   * Does the engine still hold this image (a snapshot's `ref`)? Asked of the engine directly, never
+   * by pulling: snapshot.roundtrip checks that `remove()` removed the snapshot with it.
+   */
+  imagePresent?: (ref: string) => Promise<boolean>;
 }
 
 export interface ConformanceImages {

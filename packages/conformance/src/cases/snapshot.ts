@@ -31,7 +31,12 @@ export function snapshotCases(h: Harness): void {
             expect((await source.exec('cat /opt/agent/marker')).stdout).toBe('installed');
             await h.release(copy);
           } finally {
+            const present = h.options.faults?.imagePresent;
+            if (present) expect(await present(snapshot.ref), `the snapshot ${snapshot.ref} before remove()`).toBe(true);
             await snapshot.remove();
+            if (present) expect(await present(snapshot.ref), `the snapshot ${snapshot.ref} after remove()`).toBe(false);
+            else h.partial.push({ id: 'snapshot.roundtrip', reason: 'remove() not shown to remove the snapshot: needs options.faults.imagePresent' });
+            // Again: already gone is fine.
             await snapshot.remove();
           }
         });

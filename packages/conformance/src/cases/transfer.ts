@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve, dirname, sep } from 'node:path';
 import { ConfigError, TransferError, serializeError, type Environment } from '@berth/core';
 import { describe, expect } from 'vitest';
@@ -324,11 +324,22 @@ export function transferCases(h: Harness): void {
         await makeSymlink(outside, join(target, 'x'));
         const remote = `/tmp/${uniqueName('through')}`;
         await run(env(), `mkdir -p ${remote}/x && echo pwned > ${remote}/x/file.txt`);
-        try {
-          await env().downloadDir(remote, target);
-        } catch (error) {
-          const refused = await h.expectBerthError(Promise.reject(error), TransferError);
+        const refusal = await env()
+          .downloadDir(remote, target)
+          .then(
+            () => undefined,
+            (error: unknown) => error,
+          );
+        if (refusal === undefined) {
+          // Done: the symlink was replaced by the real directory, holding what was downloaded.
+          const x = await lstat(join(target, 'x'));
+          expect(x.isSymbolicLink(), 'target/x is still the symlink after a download that succeeded').toBe(false);
+          expect(x.isDirectory()).toBe(true);
+          expect(await readFile(join(target, 'x', 'file.txt'), 'utf8')).toBe('pwned\n');
+        } else {
+          const refused = await h.expectBerthError(Promise.reject(refusal), TransferError);
           expect(refused.reason).toBe('unsafe_entry');
+          expect((await lstat(join(target, 'x'))).isSymbolicLink(), 'target/x after the refusal').toBe(true);
         }
         expect(await readdir(outside), 'nothing may land in the directory the local symlink points to').toEqual([]);
       },
