@@ -204,7 +204,10 @@ describe('attemptFailure', () => {
       undefined,
     );
     expect(failure).toMatchObject({ category: 'transient_infra', retryable: true, retryAfterMs: 5000, error: { name: 'ImagePullError' } });
-    expect(failure.message).not.toContain('ghp_abcdefghijklmnopqrstuvwxyz0123456789');
+    // Nowhere in what journals and reports keep, and the serialised error says where it was cut out.
+    expect(JSON.stringify(failure)).not.toContain('ghp_abcdefghijklmnopqrstuvwxyz0123456789');
+    expect(failure.error.message).toContain('[REDACTED]');
+    expect(failure.error.message).toContain('slow down');
     expect(failure.stoppedBy).toBeUndefined();
   });
 
