@@ -17,7 +17,7 @@ import {
   type TrialContext,
 } from '@berth/core';
 import { createDockerBackend } from '@berth/backend-docker';
-import { createHarborTrial, loadHarborTask, type AttemptResultFile, type HarborAgent, type HarborHooks, type HarborTask } from '@berth/harbor';
+import { LABEL_TASK, createHarborTrial, loadHarborTask, type AttemptResultFile, type HarborAgent, type HarborHooks, type HarborTask } from '@berth/harbor';
 import { taskToml, tempDir, writeTask, type TaskFiles } from './support.js';
 
 const docker = new Docker();
@@ -66,7 +66,18 @@ async function taskFailureOf(files: TaskFiles, agent?: HarborAgent) {
 
 describe('createHarborTrial on Docker', () => {
   it('oracle: solves, verifies, scores 1, and archives everything in result.json and beside it', async () => {
-    const r = await run({});
+    // The container's labels, read from the engine while it runs.
+    let labels: Record<string, string> = {};
+    const r = await run(
+      {},
+      {
+        hooks: {
+          afterStart: async (env) => {
+            labels = (await docker.getContainer(env.id).inspect()).Config.Labels;
+          },
+        },
+      },
+    );
     expect(r.error).toBeUndefined();
     expect(r.outcome).toEqual({ reward: 1 });
     expect(r.result).toMatchObject({
@@ -80,6 +91,7 @@ describe('createHarborTrial on Docker', () => {
     expect(r.result.failure).toBeUndefined();
     expect(r.result.steps.map((s) => s.name)).toEqual([
       'start',
+      'hook afterStart', // the label read above
       'prepare',
       'upload solution',
       'agent',
@@ -99,6 +111,7 @@ describe('createHarborTrial on Docker', () => {
     await stat(join(r.attemptDir, 'agent', 'stdout.txt'));
     // The container carried the task label.
     expect(r.result.environmentId).toMatch(/^berth-/);
+    expect(labels[LABEL_TASK], `the container's labels: ${JSON.stringify(labels)}`).toBe('task');
   });
 
   it("agent 'none' leaves the task unsolved: reward 0, the verifier's stderr kept", async () => {
