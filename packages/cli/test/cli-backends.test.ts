@@ -86,6 +86,24 @@ describe('berth run on other backends', () => {
       ['k8s-fail', 'rewarded', 0],
       ['k8s-pass', 'rewarded', 1],
     ]);
+    // One attempt each, one pod each, both removed: as berth counted them and as the cluster saw them.
+    expect(job.tasks.map((t) => t.attempts.length)).toEqual([1, 1]);
+    expect(job.report.sandboxes).toEqual({ created: 2, removed: 2, notRemoved: [] });
+    const podNames = await Promise.all(
+      job.tasks.map(
+        async (t) => (JSON.parse(await readFile(join(jobDir, t.taskId, 'attempt-1', 'result.json'), 'utf8')) as { environmentId: string }).environmentId,
+      ),
+    );
+    expect(new Set(podNames).size).toBe(2);
+    for (const name of podNames) {
+      // The kubelet's events name the pod: it was made (and scheduled) under that name.
+      const events = await adminApi().listNamespacedEvent({ namespace: NAMESPACE, fieldSelector: `involvedObject.kind=Pod,involvedObject.name=${name}` });
+      expect(
+        events.items.map((e) => e.reason),
+        `events of pod ${name}`,
+      ).toContain('Scheduled');
+      await expect(adminApi().readNamespacedPod({ namespace: NAMESPACE, name })).rejects.toMatchObject({ code: 404 });
+    }
     const pods = await adminApi().listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'berth.task in (k8s-pass,k8s-fail)' });
     expect(pods.items.map((p) => p.metadata?.name)).toEqual([]);
   }, 300_000);

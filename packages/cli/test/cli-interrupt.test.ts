@@ -50,6 +50,17 @@ async function leftovers(prefix: string, count: number): Promise<string[]> {
   return all.flat();
 }
 
+/** Polls until the engine holds `want` sandboxes of the dataset; throws with what it saw if they never come. */
+async function untilSandboxes(prefix: string, count: number, want: number, timeoutMs = 30_000): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const seen = await leftovers(prefix, count);
+    if (seen.length >= want) return seen;
+    if (Date.now() > deadline) throw new Error(`${want} sandbox(es) of ${prefix} never ran at once (saw ${seen.length} after ${timeoutMs} ms)`);
+    await sleep(100);
+  }
+}
+
 describe('berth run, interrupted', () => {
   it('after kill -9 mid-run: sweep removes what it left, and the same command resumes without rerunning a settled attempt', async () => {
     const tasks = await slowDataset('killed', 8, 3);
@@ -105,7 +116,8 @@ describe('berth run, interrupted', () => {
     const done = collect(child, { timeoutMs: 120_000, keepStdin: true });
     // The live display (a TTY) shows four running.
     await waitForOutput(child, /running 4/);
-    for (let i = 0; i < 100 && (await leftovers('ctrlc', 4)).length < 4; i++) await sleep(100);
+    // Their sandboxes are there before Ctrl-C (so "they go" below is seen to happen).
+    expect(await untilSandboxes('ctrlc', 4, 4)).toHaveLength(4);
     child.stdin!.write('\x03');
     const result = await done;
     expect(result.stdout).toContain('stopping');
@@ -132,7 +144,7 @@ describe('berth run, interrupted', () => {
     const child = spawnInPty(['run', tasks, '--job-dir', jobDir, '--concurrency', '2']);
     const done = collect(child, { timeoutMs: 120_000, keepStdin: true });
     await waitForOutput(child, /running 2/);
-    for (let i = 0; i < 100 && (await leftovers('twice', 4)).length < 2; i++) await sleep(100);
+    expect(await untilSandboxes('twice', 4, 2)).toHaveLength(2);
     child.stdin!.write('\x03');
     await waitForOutput(child, /stopping/);
     child.stdin!.write('\x03');
