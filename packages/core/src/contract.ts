@@ -324,6 +324,12 @@ export interface PoolOptions {
    * Default: no end. A claim beyond it is still served (with a cold start).
    */
   maxClaims?: number;
+  /**
+   * Run on each sandbox once it started, before it waits for a claim (a claim then finds it ready:
+   * directories made, a cache warmed). A prepare that throws counts as a failed start: the sandbox
+   * is removed and the error goes to the oldest waiting claim.
+   */
+  prepare?: (env: Environment) => Promise<void>;
 }
 
 /** What a pool holds and has done, counted since it was made. */

@@ -286,4 +286,30 @@ describe('pooled(backend)', () => {
     await b.close();
     expect(engine.alive).toEqual([]);
   });
+
+  it('prepare runs on each sandbox before a claim gets it; a prepare that throws is a failed start: the sandbox removed, the claim told why', async () => {
+    const engine = new Engine();
+    const prepared: string[] = [];
+    const pool = backend(engine).pool(SPEC, {
+      size: 1,
+      prepare: async (env) => {
+        await env.exec('mkdir -p /tmp/ready');
+        prepared.push(env.id);
+      },
+    });
+    const env = await pool.claim();
+    expect(prepared).toContain(env.id);
+    await env.teardown();
+    await pool.close();
+    const failing = pooled(backend(engine), {
+      size: 1,
+      prepare: async () => {
+        throw new ConfigError({ operation: 'start', message: 'prepare refused' });
+      },
+    });
+    await expect(failing.start(SPEC)).rejects.toThrow('prepare refused');
+    await failing.close();
+    expect(engine.alive).toEqual([]);
+    expect(() => backend(engine).pool(SPEC, { size: 1, prepare: 'mkdir' as never })).toThrow(/prepare is a function/);
+  });
 });

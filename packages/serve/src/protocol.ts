@@ -55,9 +55,18 @@ export interface BerthErrorData {
 
 /** The methods, each with its params and result. */
 export interface Methods {
-  /** First call, once: which backend, with which options; `pool`: keep that many idle sandboxes per spec. */
+  /** First call, once: which backend, with which options; `pool`: keep that many idle sandboxes per spec, each made ready by `prepare`. */
   initialize: {
-    params: { protocol: number; client?: string; backend: string; options?: Record<string, unknown>; buildRepository?: string; pool?: number };
+    params: {
+      protocol: number;
+      client?: string;
+      backend: string;
+      options?: Record<string, unknown>;
+      buildRepository?: string;
+      pool?: number;
+      /** With `pool`: argv run as root in each pooled sandbox before it waits for a claim (PoolOptions.prepare). */
+      prepare?: string[];
+    };
     result: { protocol: number; berth: string; backend: string; target: string; capabilities: Capabilities };
   };
   preflight: { params: { spec?: EnvironmentSpecInput }; result: PreflightReport };

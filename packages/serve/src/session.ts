@@ -37,7 +37,7 @@ export class Session {
       'initialize',
       raw,
       { protocol: 'number', backend: 'string' },
-      { client: 'string', options: 'object', buildRepository: 'string', pool: 'number' },
+      { client: 'string', options: 'object', buildRepository: 'string', pool: 'number', prepare: 'string[]' },
     );
     if (params.protocol !== PROTOCOL_VERSION)
       throw new ConfigError({
@@ -58,8 +58,10 @@ export class Session {
         message: `pool is how many idle sandboxes to keep per spec, a whole number >= 0; got ${params.pool}`,
       });
     const backend = await this.#options.createBackend(params);
+    if (params.prepare && !params.pool)
+      throw new ConfigError({ operation: 'config', path: 'params.prepare', message: 'prepare readies pooled sandboxes: give pool too' });
     if (params.pool) {
-      const warm = pooled(backend, { size: params.pool });
+      const warm = pooled(backend, { size: params.pool, ...(params.prepare ? { prepare: prepareWith(params.prepare) } : {}) });
       this.#closePool = () => warm.close();
       this.#backend = warm;
     } else this.#backend = backend;
@@ -174,4 +176,17 @@ export class Session {
     await this.#closePool?.().catch(() => undefined);
     return { tornDown: envs.length };
   }
+}
+
+/** PoolOptions.prepare from an argv: run as root; a non-zero exit fails that sandbox's start, saying why. */
+function prepareWith(argv: string[]): (env: Environment) => Promise<void> {
+  return async (env) => {
+    const result = await env.exec(argv, { user: 'root' });
+    if (result.exitCode !== 0)
+      throw new ConfigError({
+        operation: 'start',
+        path: 'params.prepare',
+        message: `the pool's prepare command (${argv.join(' ')}) exited ${result.exitCode}: ${(result.stderr || result.stdout).trim().slice(0, 500)}`,
+      });
+  };
 }

@@ -127,9 +127,9 @@ describe('berth serve (JSON-RPC over streams)', () => {
     expect([...(await containers(a.id)), ...(await containers(b.id))]).toEqual([]);
   });
 
-  it('pool: a start claims a warm sandbox', async () => {
+  it('pool: a start claims a warm sandbox, made ready by prepare while it waited', async () => {
     const client = open();
-    await client.ok('initialize', { protocol: 1, backend: 'docker', pool: 1 });
+    await client.ok('initialize', { protocol: 1, backend: 'docker', pool: 1, prepare: ['sh', '-c', 'mkdir -p /ready && id -u > /ready/by'] });
     const first = (await client.ok('start', { spec: SPEC })) as { id: string };
     await client.ok('teardown', { id: first.id });
     // The pool refills behind the claim; the next start finds one idle.
@@ -141,6 +141,9 @@ describe('berth serve (JSON-RPC over streams)', () => {
       await client.ok('teardown', { id: second.id });
     }
     expect(second?.startMs).toBeLessThan(50);
+    expect((await client.ok('exec', { id: second!.id, argv: ['cat', '/ready/by'] })).stdout).toBe('0\n');
+    const lonely = await open().call('initialize', { protocol: 1, backend: 'docker', prepare: ['true'] });
+    expect(lonely.error?.data?.error.details?.path).toBe('params.prepare');
     const bad = await client.call('initialize', { protocol: 1, backend: 'docker', pool: -1 });
     expect(bad.error).toBeDefined();
   });

@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 async function harborContainers(): Promise<string[]> {
-  const { stdout } = await run('docker', ['ps', '-a', '--filter', 'label=berth.harbor-session', '--format', '{{.ID}}']);
+  const { stdout } = await run('docker', ['ps', '-a', '--filter', 'label=berth.harbor', '--format', '{{.ID}}']);
   return stdout.split('\n').filter(Boolean);
 }
 

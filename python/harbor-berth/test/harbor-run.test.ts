@@ -28,7 +28,7 @@ afterAll(async () => {
 
 /** Docker containers harbor's trials made (the plugin labels each with its harbor session). */
 async function harborContainers(): Promise<string[]> {
-  const { stdout } = await run('docker', ['ps', '-a', '--filter', 'label=berth.harbor-session', '--format', '{{.Names}}']);
+  const { stdout } = await run('docker', ['ps', '-a', '--filter', 'label=berth.harbor', '--format', '{{.Names}}']);
   return stdout.split('\n').filter(Boolean);
 }
 
@@ -55,7 +55,7 @@ describe('harbor run on berth', () => {
     expect(outcomes(join(jobs, 'k8s-examples'))).toEqual(EXAMPLE_REWARDS);
     const fixtures = await harborRun(FIXTURES, jobs, 'k8s-private', ek, { env: { DOCKER_CONFIG: dockerConfig }, args: ['-i', 'private-image'] });
     expect(outcomes(join(jobs, 'k8s-private')), fixtures.output).toEqual({ 'private-image': 1 });
-    const pods = await adminApi().listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'berth.harbor-session' });
+    const pods = await adminApi().listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'berth.harbor' });
     expect(pods.items.map((p) => p.metadata?.name)).toEqual([]);
   }, 600_000);
 

@@ -104,7 +104,7 @@ export function defineBackend<Extra extends object = object>(def: BackendDefinit
   const environment = (input: EnvironmentSpecInput): Environment => make(parse(input));
 
   const pool = (input: EnvironmentSpecInput, opts: PoolOptions): EnvironmentPool => {
-    const { size, maxIdleMs, maxClaims } = poolOptions(opts);
+    const { size, maxIdleMs, maxClaims, prepare } = poolOptions(opts);
     const spec = parse(input);
     // The transport may refuse what the spec asks (a ConfigError): now, not at the first start.
     make(spec, { maxIdleMs });
@@ -114,6 +114,7 @@ export function defineBackend<Extra extends object = object>(def: BackendDefinit
       size,
       maxIdleMs,
       ...(maxClaims !== undefined ? { maxClaims } : {}),
+      ...(prepare ? { prepare } : {}),
       make: () => make(spec, { maxIdleMs }),
     });
   };

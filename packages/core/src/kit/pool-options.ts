@@ -2,7 +2,7 @@ import type { PoolOptions } from '../contract.js';
 import { ConfigError } from '../errors.js';
 import { checkOptionNames, optionNames } from './option-names.js';
 
-const POOL_OPTIONS = optionNames<PoolOptions>()('size', 'maxIdleMs', 'maxClaims');
+const POOL_OPTIONS = optionNames<PoolOptions>()('size', 'maxIdleMs', 'maxClaims', 'prepare');
 
 /** What a pool holds at most: a guard against a typo starting thousands of sandboxes. */
 export const MAX_POOL_SIZE = 1000;
@@ -10,7 +10,7 @@ export const MAX_POOL_SIZE = 1000;
 export const DEFAULT_MAX_IDLE_MS = 10 * 60_000;
 
 /** Backend.pool's options, checked: a ConfigError naming the option and its range. */
-export function poolOptions(opts: PoolOptions | undefined): { size: number; maxIdleMs: number; maxClaims?: number } {
+export function poolOptions(opts: PoolOptions | undefined): { size: number; maxIdleMs: number; maxClaims?: number; prepare?: PoolOptions['prepare'] } {
   checkOptionNames(opts, POOL_OPTIONS, { what: 'a pool', path: 'opts' });
   const size: unknown = opts?.size;
   if (typeof size !== 'number' || !Number.isInteger(size) || size < 1 || size > MAX_POOL_SIZE) {
@@ -36,5 +36,12 @@ export function poolOptions(opts: PoolOptions | undefined): { size: number; maxI
       message: `a pool's maxClaims is a whole number of at least 1; got ${String(maxClaims)}`,
     });
   }
-  return { size, maxIdleMs, ...(maxClaims !== undefined ? { maxClaims } : {}) };
+  const prepare: unknown = opts?.prepare;
+  if (prepare !== undefined && typeof prepare !== 'function')
+    throw new ConfigError({
+      operation: 'config',
+      path: 'opts.prepare',
+      message: `a pool's prepare is a function (env) => Promise<void>; got ${typeof prepare}`,
+    });
+  return { size, maxIdleMs, ...(maxClaims !== undefined ? { maxClaims } : {}), ...(prepare ? { prepare: prepare as PoolOptions['prepare'] } : {}) };
 }

@@ -27,6 +27,8 @@ export interface SandboxPoolOptions {
   maxClaims?: number;
   /** A new, not yet started environment of the pool's spec (pooled: its lifetime counts from claim). */
   make: () => SandboxEnvironment;
+  /** PoolOptions.prepare: run once a sandbox started, before it is idle or handed to a claim. */
+  prepare?: (env: SandboxEnvironment) => Promise<void>;
 }
 
 /**
@@ -164,7 +166,8 @@ export class SandboxPool implements EnvironmentPool {
 
   #startOne(): void {
     const env = this.#options.make();
-    const started: Promise<void> = env.start().then(
+    const prepare = this.#options.prepare;
+    const started: Promise<void> = (prepare ? env.start().then(() => prepare(env)) : env.start()).then(
       () => {
         this.#inFlight.delete(started);
         if (this.#closed) return void this.#remove(env, 'closed');

@@ -21,10 +21,11 @@ from harbor.environments.definition import require_agent_environment_definition
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 
 from .errors import BerthConfigError, BerthHarborError
-from .options import KEYS, parse_options
+from .options import KEYS, LOG_DIRS, parse_options
 from .rpc import BerthProcess, berth_command, shared_process
 
-LOG_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
+# Which shell runs harbor's commands, per image (bash, or sh where the image has none): asked once.
+_shells: dict[str, str] = {}
 
 
 def _capabilities() -> dict[str, Any]:
@@ -96,7 +97,9 @@ class BerthEnvironment(BaseEnvironment):
             # Another phase's network differs from the start's: the sandbox must be able to switch.
             "networkSwitch": any(p.network_mode != self.network_policy.network_mode for p in policies),
             "env": self._startup_env() or {},
-            "labels": {"berth.harbor-session": _label(self.session_id)},
+            # The same for every trial (a per-trial label would give each trial its own warm pool);
+            # the trial log names its sandbox.
+            "labels": {"berth.harbor": "true"},
         }
         if config.workdir:
             spec["workdir"] = config.workdir
@@ -106,17 +109,21 @@ class BerthEnvironment(BaseEnvironment):
         self._process = await shared_process(self._command, self._berth.initialize())
         started = await self._process.call("start", {"spec": self._spec()})
         self._id = started["id"]
-        self.logger.debug("berth sandbox %s started in %s ms", self._id, started.get("startMs"))
-        # harbor expects its log directories, writable by whichever user a phase runs as; and its
-        # commands are bash's (as harbor's docker environment runs them), or sh's where the image
-        # has no bash (a busybox image), so that a task harbor's docker environment cannot run still runs here.
-        dirs = " ".join(LOG_DIRS)
-        made = await self._process.call(
-            "exec", {"id": self._id, "argv": ["sh", "-c", f"mkdir -p {dirs} && chmod 777 {dirs} && {{ command -v bash || true; }}"], "user": "root"}
-        )
-        if made.get("exitCode") != 0:
-            raise BerthConfigError(f"[berth] could not make harbor's log directories ({dirs}) in the sandbox: {made.get('stdout', '')}{made.get('stderr', '')}")
-        self._shell = "bash" if made.get("stdout", "").strip() else "sh"
+        self.logger.debug("berth sandbox %s started in %s ms (%s)", self._id, started.get("startMs"), self.session_id)
+        # harbor expects its log directories (a warm sandbox from the pool has them already: its
+        # prepare made them); and its commands are bash's (as harbor's docker environment runs
+        # them), or sh's where the image has no bash (busybox), so that such a task runs here too.
+        image = json.dumps(self._spec()["image"], sort_keys=True)
+        steps = [] if self._berth.pool else [f"mkdir -p {' '.join(LOG_DIRS)} && chmod 777 {' '.join(LOG_DIRS)}"]
+        if image not in _shells:
+            steps.append("{ command -v bash || true; }")
+        if steps:
+            made = await self._process.call("exec", {"id": self._id, "argv": ["sh", "-c", " && ".join(steps)], "user": "root"})
+            if made.get("exitCode") != 0:
+                raise BerthConfigError(f"[berth] could not ready the sandbox for harbor (its log directories, a shell): {made.get('stdout', '')}{made.get('stderr', '')}")
+            if image not in _shells:
+                _shells[image] = "bash" if made.get("stdout", "").strip() else "sh"
+        self._shell = _shells[image]
         # A prebuilt image with loose files in environment/: harbor's own rule copies them into the workdir.
         await self._upload_environment_dir_after_start()
 
@@ -197,8 +204,3 @@ class BerthEnvironment(BaseEnvironment):
         mode = "none" if network_policy.network_mode == NetworkMode.NO_NETWORK else "public"
         await process.call("setNetwork", {"id": sandbox, "mode": mode})
 
-
-def _label(value: str) -> str:
-    """A Kubernetes label value: at most 63 of [A-Za-z0-9._-], alphanumeric at both ends."""
-    cleaned = "".join(c if c.isalnum() or c in "._-" else "-" for c in value)[-63:].strip("._-")
-    return cleaned or "harbor"

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 BACKENDS = ("docker", "k8s", "modal")
+# harbor's log directories, writable by whichever user a phase runs as.
+LOG_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
 PULL_POLICIES = ("if-missing", "always", "never")
 
 # key -> (backends it applies to, what it takes)
@@ -49,6 +51,9 @@ class BerthOptions:
         params: dict[str, Any] = {"backend": self.backend, "options": self.options}
         if self.pool:
             params["pool"] = self.pool
+            # A warm sandbox is handed over ready: harbor's log directories made while it waited.
+            dirs = " ".join(LOG_DIRS)
+            params["prepare"] = ["sh", "-c", f"mkdir -p {dirs} && chmod 777 {dirs}"]
         if self.build_repository:
             params["buildRepository"] = self.build_repository
         return params
