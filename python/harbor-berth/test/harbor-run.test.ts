@@ -35,10 +35,11 @@ async function harborContainers(): Promise<string[]> {
 const EXAMPLE_REWARDS = { 'built-image': 1, 'count-lines': 1, 'fix-the-bug': 1, 'hello-world': 1 };
 
 describe('harbor run on berth', () => {
-  it('docker: every example task, a private image with credentials, and a task whose agent phase is public and verifier phase offline, all rewarded 1; nothing left', async () => {
+  it('docker: every example task (from a warm pool), a private image with credentials, and a task whose agent phase is public and verifier phase offline, all rewarded 1; nothing left', async () => {
     const jobs = join(root, 'jobs');
     const env = { DOCKER_CONFIG: dockerConfig };
-    const examples = await harborRun(EXAMPLES, jobs, 'docker-examples', { backend: 'docker' }, { env });
+    // From a warm pool (the plugin's prepare readies each sandbox while it waits).
+    const examples = await harborRun(EXAMPLES, jobs, 'docker-examples', { backend: 'docker', pool: '2' }, { env });
     expect(examples.code, examples.output).toBe(0);
     expect(outcomes(join(jobs, 'docker-examples'))).toEqual(EXAMPLE_REWARDS);
     const fixtures = await harborRun(FIXTURES, jobs, 'docker-fixtures', { backend: 'docker' }, { env, args: ['-i', 'private-image', '-i', 'phases'] });
