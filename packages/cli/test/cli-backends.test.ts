@@ -142,7 +142,7 @@ describe('berth run on other backends', () => {
       timeoutMs: 240_000,
     });
     // The local engine's copy of the build (the pushed one stays in the test registry, tagged by its content).
-    const tag = buildTag(await hashBuildContext({ context: join(built, 'k8s-built', 'environment'), dockerfile: 'Dockerfile', args: {} }));
+    const tag = buildTag(await hashBuildContext({ context: join(built, 'k8s-built', 'environment'), dockerfile: 'Dockerfile', args: {}, network: 'public' }));
     await new Docker()
       .getImage(tag)
       .remove({ force: true })

@@ -104,7 +104,7 @@ describe('tar streaming', () => {
     });
     (packed.stream as unknown as NodeJS.ReadableStream).pipe(ex as unknown as NodeJS.WritableStream);
     await packed.done;
-    await new Promise((r) => ex.on('finish', r));
+    await new Promise<void>((r) => ex.on('finish', () => r()));
     expect(seen).toEqual([['a/b/c.txt', 0o600]]);
   });
 

@@ -70,6 +70,7 @@ describe('spec: image { build }', () => {
       execUser: false,
       tty: false,
       resourceLimits: { cpus: true, memory: true, storage: false },
+      snapshot: false,
     };
     const refuse = (input: unknown) => {
       try {

@@ -21,6 +21,7 @@ const CAPABILITIES: Capabilities = {
   execUser: false,
   tty: false,
   resourceLimits: { cpus: true, memory: true, storage: false },
+  snapshot: false,
 };
 
 function definition(over: Partial<BackendDefinition> = {}): BackendDefinition {
@@ -53,7 +54,8 @@ describe('defineBackend', () => {
     const transport = () => {
       const local = new LocalTransport();
       const create = local.create.bind(local);
-      local.create = async (ctx: CreateContext) => {
+      // The transport's create takes the context; LocalTransport's own ignores it.
+      (local as { create: (ctx: CreateContext) => Promise<void> }).create = async (ctx: CreateContext) => {
         created.push(ctx.labels);
         return create();
       };

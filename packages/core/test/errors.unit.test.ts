@@ -54,7 +54,8 @@ describe('error taxonomy', () => {
 
   it('isInstance works across two copies of the package', async () => {
     // A query string makes the module loader evaluate the file a second time: a duplicate copy.
-    const copy = (await import('../src/errors.js?duplicate-copy')) as typeof import('../src/errors.js');
+    const duplicate = '../src/errors.js?duplicate-copy';
+    const copy = (await import(duplicate)) as typeof import('../src/errors.js');
     expect(copy.SandboxLostError).not.toBe(SandboxLostError);
     const foreign = new copy.SandboxLostError(base);
     expect(foreign instanceof SandboxLostError).toBe(false);

@@ -10,6 +10,7 @@ import { notPresentNeverPull, pullFailure, pullReason } from '../src/kit/pull-fa
 import { Sweep, isOrphan } from '../src/kit/sweep-rule.js';
 import { LABEL_CREATED, LABEL_OWNER_HOST, LABEL_OWNER_PID } from '../src/labels.js';
 import { parseEnvironmentSpec } from '../src/spec.js';
+import type { Capabilities } from '../src/contract.js';
 import { VirtualClock } from '../src/time/clock.js';
 
 describe('pull failure wording', () => {
@@ -170,11 +171,16 @@ describe('capability refusals', () => {
   const caps = {
     gpus: false,
     gpuTypes: false,
-    networkModes: ['none'] as const,
+    networkModes: ['none'],
     imageAuth: [],
-    mounts: ['bind'] as const,
+    mounts: ['bind'],
     resourceLimits: { cpus: true, memory: true, storage: false },
-  };
+    networkSwitch: false,
+    imageBuild: false,
+    execUser: false,
+    tty: false,
+    snapshot: false,
+  } satisfies Capabilities;
   it.each([
     ['gpus', { resources: { gpus: 1 } }],
     ['network', { network: 'public' }],

@@ -20,6 +20,7 @@ const CAPABILITIES: Capabilities = {
   execUser: false,
   tty: false,
   resourceLimits: { cpus: false, memory: false, storage: false },
+  snapshot: false,
 };
 
 /** Sandboxes as an engine would hold them: made, removed, and the spec each was made with. */
@@ -43,7 +44,7 @@ class PoolTransport extends LocalTransport {
     super();
     this.#engine = engine;
   }
-  override async create(_ctx: CreateContext): Promise<void> {
+  override async create(): Promise<void> {
     await this.#engine.gate;
     this.created = true;
   }
@@ -134,7 +135,7 @@ describe('warm pools (kit)', () => {
 
   it("a failed start rejects the oldest waiting claim with the start's own error, and the pool then waits for a claim before trying again", async () => {
     const engine = new Engine();
-    const refused = new ImagePullError({ operation: 'start', backend: 'local', reason: 'not_found', message: 'manifest unknown' });
+    const refused = new ImagePullError({ operation: 'start', backend: 'local', reason: 'not_found', image: 'local:latest', message: 'manifest unknown' });
     engine.gate = Promise.reject(refused);
     engine.gate.catch(() => undefined);
     // Faked clocks (advancing with real time too, so the start path runs as usual): an hour is

@@ -89,9 +89,8 @@ describe('remedies', () => {
   it('survives serializeError and JSON, on the error and on each cause, as result.json records it', () => {
     const inner = new ConfigError({ ...remedied('kube-context', 'set a context, or pass options.kubeconfig', (fix) => `no cluster: ${fix}`) });
     const outer = new ConfigError({
-      message: `cannot start: ${inner.message}`,
       cause: inner,
-      ...remedied('namespace', 'options.namespace', (o) => `${o} is wrong`),
+      ...remedied('namespace', 'options.namespace', (o) => `cannot start: ${o} is wrong`),
     });
     const read = JSON.parse(JSON.stringify(serializeError(outer)));
     expect(read.remedy).toEqual({ id: 'namespace', says: 'options.namespace' });

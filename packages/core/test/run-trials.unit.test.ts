@@ -1,7 +1,6 @@
 import { mkdtemp, readFile, rm, writeFile, appendFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventEmitter } from 'eventemitter3';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   ConfigError,
@@ -9,6 +8,7 @@ import {
   SandboxLostError,
   TaskFailure,
   VirtualClock,
+  createEvents,
   runTrials,
   type AttemptRecord,
   type RunEvents,
@@ -266,7 +266,7 @@ describe('runTrials retries', () => {
 
   it('backs off exponentially with jitter, capped, and honours retry-after hints', async () => {
     const clock = new VirtualClock();
-    const events = new EventEmitter<RunEvents>();
+    const events = createEvents<RunEvents>();
     const delays: number[] = [];
     events.on('retry:scheduled', (e) => delays.push(e.delayMs));
     await runTrials(
@@ -278,7 +278,7 @@ describe('runTrials retries', () => {
     );
     expect(delays).toEqual([100, 300, 900, 1000]);
     const jittered: number[] = [];
-    const ev2 = new EventEmitter<RunEvents>();
+    const ev2 = createEvents<RunEvents>();
     ev2.on('retry:scheduled', (e) => jittered.push(e.delayMs));
     await runTrials(
       ['a'],
@@ -359,7 +359,7 @@ describe('runTrials cancellation', () => {
 
 describe('runTrials events and validation', () => {
   it('emits every event with consistent counts', async () => {
-    const events = new EventEmitter<RunEvents>();
+    const events = createEvents<RunEvents>();
     const counts: Record<string, number> = {};
     for (const name of ['attempt:start', 'attempt:end', 'retry:scheduled', 'task:settled', 'run:progress', 'run:end'] as const) {
       events.on(name, () => (counts[name] = (counts[name] ?? 0) + 1));
@@ -533,7 +533,7 @@ describe('runTrials journal', () => {
 
 describe('runTrials bookkeeping failures', () => {
   it('a listener that throws stops the run and rejects runTrials, without crashing the process', async () => {
-    const events = new EventEmitter<RunEvents>();
+    const events = createEvents<RunEvents>();
     events.on('attempt:end', (r) => {
       if (r.taskId === 'task-0003') throw new Error('listener bug');
     });

@@ -19,7 +19,7 @@ describe('parseEnvironmentSpec', () => {
 
   it('accepts every auth form', () => {
     for (const auth of [{ username: 'u', password: 'p' }, { identityToken: 't' }, { aws: { region: 'us-east-1' } }, { secretName: 'ghcr-creds' }]) {
-      const parsed = parseEnvironmentSpec({ image: { ref: 'ghcr.io/a/b:1', auth } }).image.auth as Record<string, unknown>;
+      const parsed = (parseEnvironmentSpec({ image: { ref: 'ghcr.io/a/b:1', auth } }).image as { auth?: unknown }).auth as Record<string, unknown>;
       for (const [key, value] of Object.entries(auth)) expect(parsed[key]).toEqual(value);
     }
   });
@@ -36,12 +36,12 @@ describe('parseEnvironmentSpec', () => {
       inspect(spec, { depth: 10 }),
       JSON.stringify(aws),
       inspect(aws, { depth: 10 }),
-      JSON.stringify({ ...spec.image.auth }),
+      JSON.stringify({ ...(spec.image as { auth?: object }).auth }),
     ].join('\n');
     for (const secret of ['pr1nt-me-not', 'aws-s3cret-key', 'aws-s3ssion-token']) expect(printed).not.toContain(secret);
     expect(printed).toContain('bot');
-    expect((spec.image.auth as { password: string }).password).toBe('pr1nt-me-not');
-    expect((aws.image.auth as { aws: { secretAccessKey: string } }).aws.secretAccessKey).toBe('aws-s3cret-key');
+    expect(((spec.image as { auth?: unknown }).auth as { password: string }).password).toBe('pr1nt-me-not');
+    expect(((aws.image as { auth?: unknown }).auth as { aws: { secretAccessKey: string } }).aws.secretAccessKey).toBe('aws-s3cret-key');
     // Registered for redaction too: an error that quotes it by accident is masked.
     expect(redactSecrets('failed with pr1nt-me-not')).toBe('failed with [REDACTED]');
   });

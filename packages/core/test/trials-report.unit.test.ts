@@ -34,8 +34,16 @@ describe('run report', () => {
       unclassified: false,
       retryable: false,
       stoppedBy: 'cancelled' as const,
+      error: { name: 'CancelledError', message: 'stopped' },
     };
-    const lost = { category: 'transient_infra' as const, type: 'SandboxLostError', message: 'lost', unclassified: false, retryable: true };
+    const lost = {
+      category: 'transient_infra' as const,
+      type: 'SandboxLostError',
+      message: 'lost',
+      unclassified: false,
+      retryable: true,
+      error: { name: 'SandboxLostError', message: 'lost' },
+    };
     const tasks: TaskRecord[] = [
       {
         taskId: 'a',

@@ -3,7 +3,6 @@
 import { readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import Docker from 'dockerode';
-import { EventEmitter } from 'eventemitter3';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   BerthError,
@@ -13,6 +12,7 @@ import {
   TaskFailure,
   TransferError,
   classifyFailure,
+  createEvents,
   type RunEvents,
   type TrialContext,
 } from '@berth/core';
@@ -28,7 +28,7 @@ afterAll(async () => {
 });
 
 function ctxFor(task: HarborTask, attempt = 1, signal = new AbortController().signal): TrialContext {
-  return { attempt, signal, events: new EventEmitter<RunEvents>(), taskId: task.id, sandboxes: new SandboxTracker() };
+  return { attempt, signal, events: createEvents<RunEvents>(), taskId: task.id, sandboxes: new SandboxTracker() };
 }
 
 async function setup(files: TaskFiles = {}, id = 'task') {

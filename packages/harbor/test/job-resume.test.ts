@@ -29,16 +29,23 @@ describe('resuming a harbor job', () => {
     const first = await runHarborJob({ tasksDir, backend: docker(), jobDir, agent: 'none', ...fast });
     expect(first.report.score?.mean).toBe(0);
 
-    const asOracle = await runHarborJob({ tasksDir, backend: docker(), jobDir, agent: 'oracle', ...fast }).catch((e: unknown) => e as Error);
+    const asOracle = await runHarborJob({ tasksDir, backend: docker(), jobDir, agent: 'oracle', ...fast }).then(
+      () => new Error('it ran'),
+      (e: unknown) => e as Error,
+    );
     expect(RunMismatchError.isInstance(asOracle)).toBe(true);
     expect(asOracle.message).toMatch(/job directory .* holds a different run: agent \("none" there, "oracle" here\)/);
     expect(asOracle.message).toMatch(/pass fresh: true to start over/);
 
     const elsewhere = createDockerBackend({ host: '127.0.0.1', port: 1 });
-    const moved = await runHarborJob({ tasksDir, backend: elsewhere, jobDir, agent: 'none', ...fast }).catch((e: unknown) => e as Error);
+    const moved = await runHarborJob({ tasksDir, backend: elsewhere, jobDir, agent: 'none', ...fast }).then(
+      () => new Error('it ran'),
+      (e: unknown) => e as Error,
+    );
     expect(moved.message).toMatch(/target \("unix:\/\/\/var\/run\/docker.sock" there, "http:\/\/127.0.0.1:1" here\)/);
 
-    const overridden = await runHarborJob({ tasksDir, backend: docker(), jobDir, agent: 'none', specOverrides: { resources: { cpus: 2 } }, ...fast }).catch(
+    const overridden = await runHarborJob({ tasksDir, backend: docker(), jobDir, agent: 'none', specOverrides: { resources: { cpus: 2 } }, ...fast }).then(
+      () => new Error('it ran'),
       (e: unknown) => e as Error,
     );
     expect(overridden.message).toMatch(/specOverrides \(not set there, "sha256:[0-9a-f]{12}" here\)/);
