@@ -1,0 +1,40 @@
+// --ek mistakes stop harbor's job before any trial, in harbor's words for it: the key named.
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXAMPLES, harborRun } from './support/harbor.js';
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'berth-harbor-options-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('harbor run with bad --ek values', () => {
+  it.each([
+    // harbor prints the error in a boxed traceback that wraps long lines: the start of each is matched.
+    [{ backend: 'kubernetes' }, /--ek backend='kubernetes': choose one of docker,/],
+    [{ backend: 'docker', namespace: 'evals' }, /--ek namespace is for --ek backend=k8s, not/],
+    [{ backend: 'k8s', pool: '-2' }, /--ek pool=-2: how many idle sandboxes/],
+    [{ backend: 'k8s', network_probe: 'nowhere' }, /--ek network_probe='nowhere': host:port/],
+    [{ backend: 'docker', berth: '/no/such/berth' }, /No such file or directory: '\/no\/such\/berth'|berth process .* exited|cannot run/],
+  ])(
+    '%j: the job stops, naming the key',
+    async (ek, said) => {
+      const jobs = join(root, 'jobs');
+      const name = `bad-${Object.keys(ek).join('-')}-${Math.random().toString(36).slice(2, 6)}`;
+      const run = await harborRun(join(EXAMPLES, 'hello-world'), jobs, name, ek, { timeoutMs: 120_000 });
+      expect(run.output).toMatch(said);
+      if (!('berth' in ek)) {
+        // A construction error: harbor ends the job with status 1 and no trial has a result.
+        expect(run.code).toBe(1);
+        const trials = (await readdir(join(jobs, name)).catch(() => [] as string[])).filter((t) => t.startsWith('hello-world'));
+        for (const trial of trials) expect(await readdir(join(jobs, name, trial))).not.toContain('result.json');
+      }
+    },
+    180_000,
+  );
+});
