@@ -5,14 +5,15 @@ import { mapDaemonError, statusOf } from './docker-errors.js';
 import { BACKEND } from './identity.js';
 
 /** Where snapshots go: a local repository, never pushed (a sandbox on this engine starts from it without a pull). */
-export const SNAPSHOT_REPOSITORY = 'berth-snapshot';
+// Under the kit's snapshot host (`.invalid` never resolves): the kit never pulls such a reference.
+export const SNAPSHOT_REPOSITORY = 'berth-snapshot.invalid/docker';
 
 /** A label as a Dockerfile LABEL instruction for commit's `changes` (values quoted as JSON strings are). */
 const labelChange = (key: string, value: string) => `LABEL ${JSON.stringify(key)}=${JSON.stringify(value)}`;
 
 /**
  * `docker commit` of the sandbox's container (paused while it is read, so the filesystem is
- * consistent), tagged `berth-snapshot/<environment id>:<random>` and labelled with berth's labels so
+ * consistent), tagged `berth-snapshot.invalid/docker/<environment id>:<random>` and labelled with berth's labels so
  * sweep finds one never removed. The container's config comes along (env, workdir, user); berth's
  * own create sets the command and labels of every sandbox started from it.
  */

@@ -18,7 +18,7 @@ describe('docker snapshots', () => {
     envs.push(env);
     await env.exec('echo kept > /kept');
     const snapshot = await env.snapshot();
-    expect(snapshot.ref).toMatch(new RegExp(`^berth-snapshot/${env.id}:[0-9a-f]{12}$`));
+    expect(snapshot.ref).toMatch(new RegExp(`^berth-snapshot\\.invalid/docker/${env.id}:[0-9a-f]{12}$`));
     const image = await docker.getImage(snapshot.ref).inspect();
     expect(image.Config.Labels).toMatchObject({ [LABEL_MANAGED]: 'true', [LABEL_SNAPSHOT_OF]: env.id, [LABEL_OWNER_PID]: String(process.pid) });
     // The container was paused while read and runs on.

@@ -67,4 +67,14 @@ describe('resolvePull', () => {
     const aws = resolvePull({ ref: '123456789012.dkr.ecr.us-east-1.amazonaws.com/t:1', auth: ecr }, {}, { ...ctx, engineAuth: ['secretName', 'aws'] });
     expect(aws.auth).toEqual(ecr);
   });
+
+  it("a snapshot's reference is never pulled, whatever the pull policy", () => {
+    const pull = resolvePull(
+      'berth-snapshot.invalid/docker/berth-1:abc',
+      { pullPolicy: 'always' },
+      { backend: 'toy', factory: 'createToy', operation: 'start' },
+    );
+    expect(pull.policy).toBe('never');
+    expect(resolvePull('registry.example/a:1', { pullPolicy: 'always' }, { backend: 'toy', factory: 'createToy', operation: 'start' }).policy).toBe('always');
+  });
 });

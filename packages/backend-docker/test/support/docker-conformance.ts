@@ -43,6 +43,14 @@ export const dockerConformance: ConformanceOptions = {
         if (statusOf(error) !== 404) throw error;
       }
     },
+    imagePresent: (ref) =>
+      docker
+        .getImage(ref)
+        .inspect()
+        .then(
+          () => true,
+          (error: unknown) => (statusOf(error) === 404 ? false : Promise.reject(error)),
+        ),
     forgetBuild: async (context) => {
       const tag = buildTag(await hashBuildContext({ context, dockerfile: 'Dockerfile', args: {}, network: 'none' }));
       // (The untagged layers of builds that failed part-way go at the end of the run: see test/global-setup.ts.)

@@ -3,6 +3,7 @@ import { mirrorImage, type MirroredImage, type MirrorRule } from '../image-ref.j
 import type { PulledImageInput } from '../spec.js';
 import type { PullPolicyOption } from './common-options.js';
 import { checkPullAuth, type PullCredentialSources } from './registry-auth.js';
+import { isSnapshotHost } from './snapshot-ref.js';
 
 /**
  * A backend as its errors name it: `backend` in every error, `factory` in messages that say how to
@@ -53,5 +54,7 @@ export function resolvePull(input: PulledImageInput, sources: PullSources, ctx: 
   const auth = secretName === undefined ? written : undefined;
   if (!(auth && 'aws' in auth && engine.includes('aws'))) checkPullAuth(auth, sources, ctx);
   const pull = mirrorImage(ref, auth, sources.mirrors ?? []);
-  return { ...pull, policy: sources.pullPolicy ?? 'if-missing', ...(secretName !== undefined ? { secretName } : {}) };
+  // A snapshot lives only where it was made: never pulled, whatever the policy (a removed one is not found, not fetched).
+  const policy = isSnapshotHost(ref) ? 'never' : (sources.pullPolicy ?? 'if-missing');
+  return { ...pull, policy, ...(secretName !== undefined ? { secretName } : {}) };
 }

@@ -11,6 +11,11 @@ export function snapshotRef(backend: string, id: string): string {
   return `${HOST}/${backend}:${id}`;
 }
 
+/** A reference under the snapshot host (any backend's): never to be pulled from a registry. */
+export function isSnapshotHost(ref: string): boolean {
+  return ref.startsWith(`${HOST}/`);
+}
+
 /** The snapshot id in `ref`, when it is a snapshot reference of `backend`. */
 export function snapshotIdOf(ref: string, backend: string): string | undefined {
   const prefix = `${HOST}/${backend}:`;
