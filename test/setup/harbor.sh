@@ -34,6 +34,6 @@ log "installing harbor ($(grep '^harbor==' "$LOCK")) with $python into $VENV"
 rm -rf "$VENV"
 "$python" -m venv "$VENV"
 "$VENV/bin/pip" install --disable-pip-version-check --no-input --quiet --only-binary=:all: --no-deps -r "$LOCK"
-"$VENV/bin/pip" install --disable-pip-version-check --no-input --quiet --no-deps -e "$ROOT/python/harbor-berth"
+"$VENV/bin/pip" install --disable-pip-version-check --no-input --quiet --no-deps --no-build-isolation -e "$ROOT/python/harbor-berth"
 "$VENV/bin/python" -c 'import harbor, berth_harbor'
 echo "$want" >"$VENV/berth-lock.sha256"
