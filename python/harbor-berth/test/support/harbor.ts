@@ -43,12 +43,16 @@ export function harborRun(
   child.stdout.on('data', (d) => (output += d));
   child.stderr.on('data', (d) => (output += d));
   const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 300_000);
-  return new Promise((resolve) =>
+  return new Promise((resolve) => {
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      resolve({ code: null, signal: null, output: `${output}\n${String(error)}` });
+    });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       resolve({ code, signal, output });
-    }),
-  );
+    });
+  });
 }
 
 export interface TrialResult {
