@@ -37,7 +37,7 @@ describe('berth --help', () => {
     const modules = join(scratch, 'node_modules');
     await mkdir(join(modules, '@berth', 'cli'), { recursive: true });
     for (const part of ['package.json', 'dist', 'bin']) await cp(join(repo, 'packages/cli', part), join(modules, '@berth/cli', part), { recursive: true });
-    for (const pkg of ['core', 'harbor', 'backend-docker']) await symlink(join(repo, 'packages', pkg), join(modules, '@berth', pkg));
+    for (const pkg of ['core', 'harbor', 'serve', 'backend-docker']) await symlink(join(repo, 'packages', pkg), join(modules, '@berth', pkg));
     await symlink(join(repo, 'node_modules', 'commander'), join(modules, 'commander'));
     const result = await berth(['sweep', '--backend', 'k8s', '--dry-run'], { bin: join(modules, '@berth/cli/bin/berth.js') });
     expect(result.code, result.stderr).toBe(2);

@@ -52,7 +52,7 @@ describe('runHarborJob snapshotSetup (docker)', () => {
     const refs: string[] = [];
     for (const task of ['needs-setup-a', 'needs-setup-b']) {
       const attempt = JSON.parse(await readFile(join(jobDir, task, 'attempt-1', 'result.json'), 'utf8')) as AttemptResultFile;
-      expect(attempt.snapshot?.ref).toMatch(/^berth-snapshot\//);
+      expect(attempt.snapshot?.ref).toMatch(/^berth-snapshot\.invalid\/docker\//);
       expect(attempt.steps.map((s) => s.name)).toContain('snapshot setup');
       refs.push(attempt.snapshot!.ref);
     }
