@@ -97,6 +97,13 @@ async function mustRun(file: string, args: string[], cwd: string): Promise<Run> 
  * tarballs and everything the outside project does not reach left out. Same versions, same
  * integrity, so `npm ci --offline` takes every package from the cache `npm ci` filled.
  */
+const PRIVATE = new Set(
+  rootManifest.workspaces
+    .map((ws) => JSON.parse(readFileSync(join(repo, ws, 'package.json'), 'utf8')) as { name: string; private?: boolean })
+    .filter((m) => m.private)
+    .map((m) => m.name),
+);
+
 function outsideLock(root: Manifest, workspaces: Workspace[]): unknown {
   const repoLock = JSON.parse(readFileSync(join(repo, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
   const all: Record<string, LockEntry> = {};
@@ -105,6 +112,8 @@ function outsideLock(root: Manifest, workspaces: Workspace[]): unknown {
     if (!path.startsWith('node_modules/')) continue;
     const name = path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
     if (ours.has(name)) continue;
+    // A private workspace (the tests' own support) is never published: nothing outside reaches it.
+    if (entry.link && PRIVATE.has(name)) continue;
     if (entry.link) throw new Error(`the repository's lockfile links ${path}, which the outside project cannot have`);
     // npm works the dev and peer flags out again for the outside project; "optional" stays, so
     // that packages for other platforms are skipped as they are by the repository's own `npm ci`.
@@ -167,6 +176,7 @@ import * as k8s from '@berth/backend-k8s';
 import * as modal from '@berth/backend-modal';
 import * as conformance from '@berth/conformance';
 import * as harbor from '@berth/harbor';
+import * as serve from '@berth/serve';
 import { runTrials, parseEnvironmentSpec, BerthError, type Backend, type Environment, type EnvironmentSpecInput, type RunTrialsOptions } from '@berth/core';
 import { defineBackend, type SandboxTransport } from '@berth/core/backend-kit';
 import { createDockerBackend, createRegistryImageBuilder, type DockerBackendOptions } from '@berth/backend-docker';
@@ -175,7 +185,7 @@ import { createModalBackend, type ModalBackendOptions } from '@berth/backend-mod
 import { describeBackendConformance, type ConformanceOptions } from '@berth/conformance';
 import { runHarborJob, loadHarborTasks, startTaskSandbox, type HarborJobOptions, type HarborJobReport } from '@berth/harbor';
 
-export const modules = { core, kit, docker, k8s, modal, conformance, harbor };
+export const modules = { core, kit, docker, k8s, modal, conformance, harbor, serve };
 export const functions = { runTrials, parseEnvironmentSpec, defineBackend, createRegistryImageBuilder, describeBackendConformance, runHarborJob, loadHarborTasks, startTaskSandbox };
 export type Types = [Environment, EnvironmentSpecInput, RunTrialsOptions<string>, SandboxTransport, DockerBackendOptions, K8sBackendOptions, ModalBackendOptions, ConformanceOptions, HarborJobOptions, HarborJobReport];
 
@@ -248,14 +258,19 @@ describe('the packed packages, installed in a project outside the repository', (
     const tarballs = join(dir, 'project', 'tarballs');
     project = join(dir, 'project');
     await mkdir(tarballs, { recursive: true });
-    for (const ws of rootManifest.workspaces) {
+    // What is published: every workspace but the private ones (@berth/test-support, the tests' own).
+    const published = rootManifest.workspaces.filter(
+      (ws) => !(JSON.parse(readFileSync(join(repo, ws, 'package.json'), 'utf8')) as { private?: boolean }).private,
+    );
+    for (const ws of published) {
       const d = join(repo, ws);
       if (!existsSync(join(d, 'dist'))) throw new Error(`${ws}/dist is missing: run \`npm run build\` first (\`npm test\` does)`);
     }
     // The cache `npm ci` filled, as this very npm sees it.
     const cache = (await mustRun('npm', ['config', 'get', 'cache'], repo)).stdout.trim();
-    const packed = JSON.parse((await mustRun('npm', ['pack', '--workspaces', '--json', '--pack-destination', tarballs], repo)).stdout) as Packed[];
-    for (const ws of rootManifest.workspaces) {
+    const only = published.flatMap((ws) => ['--workspace', ws]);
+    const packed = JSON.parse((await mustRun('npm', ['pack', ...only, '--json', '--pack-destination', tarballs], repo)).stdout) as Packed[];
+    for (const ws of published) {
       const manifest = JSON.parse(readFileSync(join(repo, ws, 'package.json'), 'utf8')) as Manifest;
       const p = packed.find((x) => x.name === manifest.name);
       if (!p) throw new Error(`npm pack did not pack ${manifest.name}`);
@@ -352,7 +367,11 @@ describe('the packed packages, installed in a project outside the repository', (
   }, 300_000);
 
   it('every entry point imports at runtime and the installed berth binary runs', async () => {
-    const specifiers = workspaces.filter((w) => w.manifest.exports).flatMap((w) => Object.keys(w.manifest.exports!).map((k) => posix.join(w.manifest.name, k)));
+    // Code entry points (a package.json export is data, read with an import attribute or require).
+    const specifiers = workspaces
+      .filter((w) => w.manifest.exports)
+      .flatMap((w) => Object.keys(w.manifest.exports!).map((k) => posix.join(w.manifest.name, k)))
+      .filter((s) => !s.endsWith('.json'));
     expect(specifiers).toContain('@berth/core/backend-kit');
     const script = `for (const s of ${JSON.stringify(specifiers)}) { const m = await import(s); if (Object.keys(m).length === 0) throw new Error(s + ' exports nothing'); }`;
     const imported = await run(process.execPath, ['--input-type=module', '-e', script], project);
