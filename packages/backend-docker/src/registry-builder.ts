@@ -115,7 +115,8 @@ export class RegistryImageBuilder implements ImageBuilder {
 
 /** A refused push: credentials (permanent: the builder's configuration) or anything else (transient). */
 function pushRefused(message: string, registry: string, ctx: { operation: 'build'; backend: string; environmentId?: string }, cause?: unknown): Error {
-  if (/unauthorized|denied|authentication required|forbidden|no basic auth/i.test(message)) {
+  // Docker says "missing X-Registry-Auth" when it was given no credentials at all for the push.
+  if (/unauthorized|denied|authentication required|forbidden|no basic auth|missing X-Registry-Auth/i.test(message)) {
     return new ConfigError({
       ...ctx,
       path: 'builder.auth',

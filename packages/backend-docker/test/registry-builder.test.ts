@@ -82,6 +82,27 @@ describe('createRegistryImageBuilder', () => {
     expect(JSON.stringify(error)).not.toContain('not-the-password');
   });
 
+  it("a push with no credentials at all (none given, none in Docker's config) is the same ConfigError, not a transient failure", async () => {
+    const dir = await context();
+    const empty = await mkdtemp(join(tmpdir(), 'berth-no-docker-config-'));
+    dirs.push(empty);
+    const saved = process.env.DOCKER_CONFIG;
+    process.env.DOCKER_CONFIG = empty;
+    try {
+      const error = await createRegistryImageBuilder({ repository: REPOSITORY })
+        .build(request(dir).req)
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(ConfigError.isInstance(error), String(error)).toBe(true);
+      expect((error as ConfigError).path).toBe('builder.auth');
+    } finally {
+      if (saved === undefined) delete process.env.DOCKER_CONFIG;
+      else process.env.DOCKER_CONFIG = saved;
+    }
+  });
+
   it('refuses a repository with a tag', () => {
     expect(() => createRegistryImageBuilder({ repository: '127.0.0.1:5000/berth/builds:v1' })).toThrow(/without a tag/);
   });
