@@ -31,6 +31,6 @@ console.log('README.md: capability table and skipped conformance cases written')
 
 // harbor's plugin reads these while harbor constructs it, before it can ask berth.
 export const pluginCapabilities = () =>
-  JSON.stringify(Object.fromEntries(backends.map((b) => [b.name, harborPluginCapabilities(b.capabilities)])), null, 2) + '\n';
+  `${JSON.stringify(Object.fromEntries(backends.map((b) => [b.name, harborPluginCapabilities(b.capabilities)])), null, 2)}\n`;
 writeFileSync(new URL('../python/harbor-berth/src/berth_harbor/capabilities.json', import.meta.url), pluginCapabilities());
 console.log('python/harbor-berth/src/berth_harbor/capabilities.json written');

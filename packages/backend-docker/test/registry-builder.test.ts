@@ -50,6 +50,17 @@ function request(dir: string) {
   };
 }
 
+/** What a build of a fresh context with these options rejects with (undefined if it builds). */
+async function buildError(options: Parameters<typeof createRegistryImageBuilder>[0]): Promise<unknown> {
+  const dir = await context();
+  return createRegistryImageBuilder(options)
+    .build(request(dir).req)
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+}
+
 describe('createRegistryImageBuilder', () => {
   it('builds with the engine and pushes by content hash; a second builder finds it in the registry and builds nothing', async () => {
     const dir = await context();
@@ -69,32 +80,19 @@ describe('createRegistryImageBuilder', () => {
   });
 
   it('a push the registry refuses is a ConfigError on the builder’s credentials, without the password in it', async () => {
-    const dir = await context();
-    const wrong = { username: 'berth', password: 'not-the-password' };
-    const error = await createRegistryImageBuilder({ repository: REPOSITORY, auth: wrong })
-      .build(request(dir).req)
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+    const error = await buildError({ repository: REPOSITORY, auth: { username: 'berth', password: 'not-the-password' } });
     expect(ConfigError.isInstance(error), String(error)).toBe(true);
     expect((error as ConfigError).path).toBe('builder.auth');
     expect(JSON.stringify(error)).not.toContain('not-the-password');
   });
 
   it("a push with no credentials at all (none given, none in Docker's config) is the same ConfigError, not a transient failure", async () => {
-    const dir = await context();
     const empty = await mkdtemp(join(tmpdir(), 'berth-no-docker-config-'));
     dirs.push(empty);
     const saved = process.env.DOCKER_CONFIG;
     process.env.DOCKER_CONFIG = empty;
     try {
-      const error = await createRegistryImageBuilder({ repository: REPOSITORY })
-        .build(request(dir).req)
-        .then(
-          () => undefined,
-          (e: unknown) => e,
-        );
+      const error = await buildError({ repository: REPOSITORY });
       expect(ConfigError.isInstance(error), String(error)).toBe(true);
       expect((error as ConfigError).path).toBe('builder.auth');
     } finally {

@@ -8,6 +8,7 @@ import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import type { HarborJobReport } from '@berth/harbor';
 import { ADMIN_KUBECONFIG, adminApi, BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS } from '@berth/test-support/kube-cluster';
 import { ModalSimulator } from '@berth/test-support/modal-sim';
+import { writeRegistryLogin } from '@berth/test-support/registry-login';
 import { berth } from './support/berth-bin.js';
 import { writeDataset } from './support/dataset.js';
 import { containersLabelled } from './support/docker-state.js';
@@ -19,10 +20,7 @@ let root: string;
 let dockerConfig: string;
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'berth-cli-backends-'));
-  dockerConfig = join(root, 'docker-config');
-  await mkdir(dockerConfig);
-  const auth = Buffer.from('berth:berth-test-secret').toString('base64');
-  await writeFile(join(dockerConfig, 'config.json'), JSON.stringify({ auths: { '127.0.0.1:5000': { auth } } }));
+  dockerConfig = await writeRegistryLogin(join(root, 'docker-config'));
 });
 afterAll(async () => {
   await rm(root, { recursive: true, force: true });

@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeRegistryLogin } from '@berth/test-support/registry-login';
 import { berth } from './support/berth-bin.js';
 import { PRIVATE_IMAGE, writeDataset } from './support/dataset.js';
 
@@ -43,10 +44,7 @@ describe('berth preflight', () => {
   });
 
   it("passes with the credentials a run would use (Docker's config), and never prints the password", async () => {
-    const config = join(root, 'docker-config');
-    await mkdir(config, { recursive: true });
-    const auth = Buffer.from('berth:berth-test-secret').toString('base64');
-    await writeFile(join(config, 'config.json'), JSON.stringify({ auths: { '127.0.0.1:5000': { auth } } }));
+    const config = await writeRegistryLogin(join(root, 'docker-config'));
     const result = await berth(['preflight', tasks], { env: { DOCKER_CONFIG: config } });
     expect(result.code, result.stdout + result.stderr).toBe(0);
     expect(result.stdout).toContain('ok: 2 image(s) for 5 task(s) can be run on docker');

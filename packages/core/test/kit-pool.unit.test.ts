@@ -4,7 +4,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
 import { CancelledError, ConfigError, ImagePullError, TaskFailure } from '../src/errors.js';
 import { defineBackend, type BackendDefinition } from '../src/kit/define-backend.js';
-import type { CreateContext } from '../src/kit/transport.js';
 import type { Capabilities, EnvironmentSpec } from '../src/contract.js';
 import { pooled } from '../src/pool/pooled-backend.js';
 import { LocalTransport } from './support/local-transport.js';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIXTURES, harborRun, jobResult, outcomes, trials } from './support/harbor.js';
+import { FIXTURES, harborContainers, harborRun, jobResult, outcomes, trials } from './support/harbor.js';
 
 const run = promisify(execFile);
 let root: string;
@@ -17,11 +17,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
-
-async function harborContainers(): Promise<string[]> {
-  const { stdout } = await run('docker', ['ps', '-a', '--filter', 'label=berth.harbor', '--format', '{{.ID}}']);
-  return stdout.split('\n').filter(Boolean);
-}
 
 /** The first of harbor's containers whose oracle has started (the slow task's marker), within 60 s. */
 async function solving(): Promise<string> {

@@ -1,36 +1,25 @@
 // harbor itself (0.25.0 from PyPI) on berth: `harbor run -e berth_harbor:BerthEnvironment` with the
 // oracle agent on the repository's example tasks and this plugin's fixtures, on Docker, the test
 // cluster and the Modal simulator, read back from harbor's own result files.
-import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminApi, BERTH_KUBECONFIG, NAMESPACE } from '@berth/test-support/kube-cluster';
 import { ModalSimulator } from '@berth/test-support/modal-sim';
-import { EXAMPLES, FIXTURES, harborRun, outcomes } from './support/harbor.js';
+import { writeRegistryLogin } from '@berth/test-support/registry-login';
+import { EXAMPLES, FIXTURES, harborContainers, harborRun, outcomes } from './support/harbor.js';
 
-const run = promisify(execFile);
 let root: string;
 let dockerConfig: string;
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'berth-harbor-'));
   // The private registry's login, as `docker login` writes it: berth reads it (never an --ek value).
-  dockerConfig = join(root, 'docker-config');
-  await mkdir(dockerConfig);
-  const auth = Buffer.from('berth:berth-test-secret').toString('base64');
-  await writeFile(join(dockerConfig, 'config.json'), JSON.stringify({ auths: { '127.0.0.1:5000': { auth } } }));
+  dockerConfig = await writeRegistryLogin(join(root, 'docker-config'));
 });
 afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
-
-/** Docker containers harbor's trials made (the plugin labels each with its harbor session). */
-async function harborContainers(): Promise<string[]> {
-  const { stdout } = await run('docker', ['ps', '-a', '--filter', 'label=berth.harbor', '--format', '{{.Names}}']);
-  return stdout.split('\n').filter(Boolean);
-}
 
 const EXAMPLE_REWARDS = { 'built-image': 1, 'count-lines': 1, 'fix-the-bug': 1, 'hello-world': 1 };
 

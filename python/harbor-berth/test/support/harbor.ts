@@ -1,15 +1,22 @@
 // Runs the real harbor (0.25.0 from PyPI, in the venv test/setup/harbor.sh makes) with berth's
 // plugin, and reads harbor's own result files.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
 export const EXAMPLES = join(REPO, 'examples/tasks');
 export const FIXTURES = fileURLToPath(new URL('../tasks/', import.meta.url));
 const VENV = process.env.BERTH_HARBOR_VENV ?? '/var/lib/berth-test/harbor-venv';
 export const BERTH = `${process.execPath} ${join(REPO, 'packages/cli/bin/berth.js')}`;
+
+/** Docker containers harbor's trials made (the plugin labels each one berth.harbor), by id. */
+export async function harborContainers(): Promise<string[]> {
+  const { stdout } = await promisify(execFile)('docker', ['ps', '-a', '--filter', 'label=berth.harbor', '--format', '{{.ID}}']);
+  return stdout.split('\n').filter(Boolean);
+}
 
 export interface HarborRun {
   code: number | null;
