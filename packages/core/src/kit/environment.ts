@@ -21,7 +21,7 @@ import { LABEL_SNAPSHOT_OF, sandboxLabels } from '../labels.js';
 import { DEFAULT_BUILD_TIMEOUT_MS } from '../build-spec.js';
 import { DEFAULT_STARTUP_MS, isBuiltImage, type EnvironmentSpec } from '../spec.js';
 import { refuseExecTty, refuseExecUser, type CapabilityHints } from './capabilities.js';
-import type { CreationLimiter } from './creation-limiter.js';
+import { throttledStatus, type CreationLimiter } from './creation-limiter.js';
 import { DOWNLOAD_DIR_OPTIONS, EXEC_OPTIONS, TRANSFER_OPTIONS } from './call-options.js';
 import { checkOptionNames } from './option-names.js';
 import { execArgv, runProcess } from './run-process.js';
@@ -173,6 +173,7 @@ export class SandboxEnvironment implements Environment {
       if (update.phase) this.#setPhase(update.phase);
       if (update.pull) this.events.emit('pull', update.pull);
       if (update.build) this.events.emit('build', update.build);
+      if (update.throttled) this.#throttled(update.throttled, (why) => (lastStatus = why));
     };
     const labels = sandboxLabels(this.id, this.spec.labels, this.#options.labels);
     const create = () => {
@@ -182,7 +183,7 @@ export class SandboxEnvironment implements Environment {
     const limiter = this.#options.limiter;
     const work = (async () => {
       throwIfAborted(signal, this.#ctx('start'));
-      await (limiter ? limiter.run(create, stop.signal, () => progress({ status: 'waiting for a creation slot (creation limits)' })) : create());
+      await (limiter ? limiter.run(create, stop.signal, (why) => progress({ status: why })) : create());
     })();
     try {
       await raceAbort(work, stop.signal);
@@ -210,6 +211,18 @@ export class SandboxEnvironment implements Environment {
       clearTimeout(timer);
       stop.dispose();
     }
+  }
+
+  /**
+   * The engine throttled this start's create: the backend's limiter holds back every start for the
+   * pause it asked for, and a phase event (the phase it is in, 'starting' at least) says so, as
+   * does lastStatus, so a user sees why starts queue.
+   */
+  #throttled(throttled: { retryAfterMs?: number }, said: (why: string) => void): void {
+    const waitMs = this.#options.limiter?.throttled(throttled.retryAfterMs) ?? throttled.retryAfterMs;
+    const why = waitMs === undefined ? 'throttled by the engine' : throttledStatus(waitMs);
+    said(why);
+    this.#setPhase(this.#phase === 'created' ? 'starting' : this.#phase, why);
   }
 
   async teardown(opts: { signal?: AbortSignal } = {}): Promise<TeardownResult> {

@@ -35,7 +35,7 @@ export type {
   StartProgress,
 } from './transport.js';
 export type { TransferMode } from './transfers.js';
-export { CreationLimiter, type CreationLimits } from './creation-limiter.js';
+export { CreationLimiter, THROTTLE_BACKOFF, throttledStatus, type CreationLimits } from './creation-limiter.js';
 export { assertSupported, refuseExecUser, type CapabilityHints } from './capabilities.js';
 export { USER_SWITCH_TOOLS } from './user-launcher.js';
 export { pullFailure, notPresentNeverPull, type PullFailureContext } from './pull-failure.js';

@@ -73,7 +73,7 @@ export interface CreateContext {
   readonly labels: Readonly<Record<string, string>>;
   /** Fires on the caller's abort or the startup deadline. */
   readonly signal: AbortSignal;
-  /** Say what is happening: a phase change, a status (kept as StartupTimeoutError.lastStatus), pull progress. */
+  /** Say what is happening: a phase change, a status (kept as StartupTimeoutError.lastStatus), pull progress, throttling. */
   progress(update: StartProgress): void;
 }
 
@@ -96,6 +96,15 @@ export interface StartProgress {
   status?: string;
   pull?: PullProgress;
   build?: BuildProgress;
+  /**
+   * The engine refused or slowed the create because it is overloaded (Kubernetes' 429, Modal's
+   * RESOURCE_EXHAUSTED rate limit), with its Retry-After when it gave one. The kit's creation
+   * limiter then holds back every other start of this backend instance for that long (or 0.5 s
+   * doubling to 10 s without one) and halves the creations it lets run at once. The transport
+   * still waits and retries this create itself, within `signal`; a limit that waiting will not
+   * lift (a quota) is an error, not this.
+   */
+  throttled?: { retryAfterMs?: number };
 }
 
 export type SandboxStatus =
