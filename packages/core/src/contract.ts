@@ -2,6 +2,7 @@ import type { TypedEvents } from './events.js';
 import type { Hint, Remedy } from './errors/remedy.js';
 import type { BuildProgress } from './build-spec.js';
 import type { EnvironmentSpec, EnvironmentSpecInput, ImageAuth } from './spec.js';
+import type { StartMark, StartTimings } from './start-timings.js';
 
 export type { BuildProgress };
 
@@ -111,6 +112,8 @@ export interface EnvironmentEvents {
   build: (progress: BuildProgress) => void;
   /** The sandbox was seen to die while in use. */
   lost: (reason: string) => void;
+  /** The start reached a mark (each once): which, and the start's timings so far (Environment.startTimings). */
+  reached: (mark: StartMark, timings: StartTimings) => void;
 }
 
 /**
@@ -136,6 +139,12 @@ export interface Environment extends AsyncDisposable {
   downloadDir(remoteDir: string, localDir: string, opts?: DownloadDirOptions): Promise<TransferStats>;
   /** The sandbox's network now: spec.network until setNetwork() changes it. */
   readonly network: NetworkMode;
+  /**
+   * When its start reached each mark (requested, admitted, accepted, scheduled, pulled, running,
+   * network, firstCommand), in ms after start() was called; undefined before start(). A copy, kept
+   * after a failed start too (the marks it reached). A pool's sandbox: its own start, before the claim.
+   */
+  readonly startTimings: StartTimings | undefined;
   /**
    * Switch the running sandbox's network between phases (e.g. offline agent, online verifier).
    * Resolves once the new state holds inside the sandbox, not merely once it was asked for.

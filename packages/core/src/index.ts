@@ -115,10 +115,13 @@ export {
   type MirrorRule,
 } from './image-ref.js';
 export { runTrials } from './trials/run-trials.js';
+/** When a sandbox's start reached each mark (Environment.startTimings), and its phases. */
+export { START_MARKS, startPhases, type StartMark, type StartPhase, type StartTimings } from './start-timings.js';
 /** Typed event channels: `createEvents<RunEvents>()` for runTrials' `events`; Environment.events is one too. */
 export { createEvents, type EventMap, type TypedEvents } from './events.js';
 export { VirtualClock, systemClock } from './time/clock.js';
 export { DEFAULT_VALIDITY, buildRunReport } from './trials/report.js';
+export { percentile, phaseStats, startPhaseStats } from './trials/start-stats.js';
 export { RunMismatchError, type RunIdentity } from './trials/run-identity.js';
 export { setAside } from './set-aside.js';
 export { SandboxTracker } from './trials/sandbox-tracker.js';
@@ -127,8 +130,10 @@ export type {
   AttemptRecord,
   AttemptSandboxLeft,
   AttemptSandboxes,
+  AttemptStart,
   BackoffOptions,
   OutagePauseOptions,
+  PhaseStats,
   Clock,
   JsonValue,
   RunEvents,
@@ -138,6 +143,7 @@ export type {
   RunTrialsOptions,
   SandboxAccounting,
   SandboxNotRemoved,
+  StartPhaseStats,
   TaskRecord,
   TaskStatus,
   TrialContext,

@@ -30,6 +30,8 @@ import { SandboxRemoval } from './sandbox-removal.js';
 import { Transfers, type TransferMode } from './transfers.js';
 import { launchAsUser } from './user-launcher.js';
 import { StartupLog } from './startup-log.js';
+import { StartClock, observeSpawns } from './start-clock.js';
+import type { StartTimings } from '../start-timings.js';
 import { takeSnapshot } from './take-snapshot.js';
 import type { SandboxTransport, StartProgress } from './transport.js';
 
@@ -101,13 +103,17 @@ export class SandboxEnvironment implements Environment {
   #lifetimeTimer: NodeJS.Timeout | undefined;
   /** The removal that timer started, which teardown waits for. */
   #expiring: Promise<void> | undefined;
+  /** When the start reached each mark (startTimings). */
+  readonly #clock: StartClock;
 
   constructor(options: SandboxEnvironmentOptions) {
     this.id = options.id;
     this.backend = options.backend;
     this.spec = options.spec;
     this.#network = options.spec.network;
-    this.#transport = options.transport;
+    this.#clock = new StartClock(this.events);
+    // Every process the kit starts goes through here: the first after running is 'firstCommand'.
+    this.#transport = observeSpawns(options.transport, () => this.#clock.reach('firstCommand'));
     this.#options = options;
     this.#removal = new SandboxRemoval(options.transport);
     this.#health = new SandboxHealth({
@@ -135,6 +141,10 @@ export class SandboxEnvironment implements Environment {
     return this.#phase;
   }
 
+  get startTimings(): StartTimings | undefined {
+    return this.#clock.timings;
+  }
+
   #setPhase(phase: EnvironmentPhase, detail?: string): void {
     this.#phase = phase;
     this.events.emit('phase', phase, detail);
@@ -148,6 +158,7 @@ export class SandboxEnvironment implements Environment {
 
   start(opts: { signal?: AbortSignal } = {}): Promise<void> {
     if (this.#closed) return Promise.reject(this.#tornDown('start'));
+    this.#clock.begin();
     this.#starting ??= this.#start(opts.signal);
     return this.#starting;
   }
@@ -158,18 +169,26 @@ export class SandboxEnvironment implements Environment {
     const buildMs = isBuiltImage(image) ? (image.build.timeoutMs ?? DEFAULT_BUILD_TIMEOUT_MS) : 0;
     const timeoutMs = (this.spec.timeouts.startupMs ?? DEFAULT_STARTUP_MS) + buildMs;
     // The caller's signal and a deadline of our own, both cut below (AbortSignal.timeout cannot be).
+    // The deadline counts from the creation slot: a start queued behind the backend's creation
+    // limits is not the sandbox being slow (the caller's own signal covers the queue).
     const stop = linkSignals(signal);
     let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      stop.abort(new Error(`startup deadline of ${timeoutMs} ms`));
-    }, timeoutMs);
-    let lastStatus = 'created';
+    let timer: NodeJS.Timeout | undefined;
     let settled = false;
+    const admitted = () => {
+      if (settled) return;
+      this.#clock.reach('admitted');
+      timer = setTimeout(() => {
+        timedOut = true;
+        stop.abort(new Error(`startup deadline of ${timeoutMs} ms`));
+      }, timeoutMs);
+    };
+    let lastStatus = 'created';
     // A transport still reporting after start() has given up must not move the phase back.
     const progress = (update: StartProgress) => {
       if (settled) return;
       if (update.status) lastStatus = update.status;
+      if (update.reached) this.#clock.reach(update.reached);
       if (update.phase) this.#setPhase(update.phase);
       if (update.pull) this.events.emit('pull', update.pull);
       if (update.build) this.events.emit('build', update.build);
@@ -177,6 +196,7 @@ export class SandboxEnvironment implements Environment {
     };
     const labels = sandboxLabels(this.id, this.spec.labels, this.#options.labels);
     const create = () => {
+      admitted();
       this.#options.beforeCreate?.();
       return this.#removal.create({ labels, signal: stop.signal, progress });
     };
@@ -187,6 +207,7 @@ export class SandboxEnvironment implements Environment {
     })();
     try {
       await raceAbort(work, stop.signal);
+      this.#clock.reach('running');
       this.#setPhase('running');
     } catch (error) {
       settled = true;

@@ -93,6 +93,14 @@ export interface SnapshotImage {
 
 export interface StartProgress {
   phase?: 'pulling' | 'building' | 'starting';
+  /**
+   * A mark of the start the engine just said it reached (Environment.startTimings): 'accepted' (it
+   * took the request that makes the sandbox), 'scheduled' (placed on a node), 'pulled' (the image
+   * is there), 'running' (its main process runs; the kit marks it when create() resolves if you did
+   * not), 'network' (network 'none' proved from inside). Each counts once, its first time; say only
+   * what your engine tells you.
+   */
+  reached?: 'accepted' | 'scheduled' | 'pulled' | 'running' | 'network';
   status?: string;
   pull?: PullProgress;
   build?: BuildProgress;

@@ -18,8 +18,9 @@ import { ConfigError, type Operation } from '../errors.js';
 import { createEvents } from '../events.js';
 
 import type { EnvironmentSpec } from '../spec.js';
+import type { StartTimings } from '../start-timings.js';
 
-const FORWARDED = ['phase', 'pull', 'build', 'lost'] as const;
+const FORWARDED = ['phase', 'pull', 'build', 'lost', 'reached'] as const;
 
 /**
  * An environment whose start() is a claim from a warm pool (pooled()). Until the claim its id is
@@ -55,6 +56,11 @@ export class PooledEnvironment implements Environment {
 
   get network(): NetworkMode {
     return this.#inner?.network ?? this.spec.network;
+  }
+
+  /** The claimed sandbox's own start (made for the pool, before the claim); undefined until the claim. */
+  get startTimings(): StartTimings | undefined {
+    return this.#inner?.startTimings;
   }
 
   #setPhase(phase: EnvironmentPhase, detail?: string): void {

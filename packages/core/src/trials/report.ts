@@ -1,3 +1,4 @@
+import { startPhaseStats } from './start-stats.js';
 import type { JsonValue, RunReport, TaskRecord, ValidityThresholds } from './types.js';
 
 export const DEFAULT_VALIDITY: Required<ValidityThresholds> = {
@@ -94,6 +95,8 @@ export function buildRunReport(tasks: readonly TaskRecord[], options: { scoreFie
   }
   report.coverage = report.total === 0 ? 0 : report.scored / report.total;
   if (over > 0) report.score = { field, mean: sum / over, over, coverage: report.coverage };
+  const startPhases = startPhaseStats(tasks);
+  if (startPhases) report.startPhases = startPhases;
 
   const reasons = report.invalidReasons;
   if (report.total === 0) reasons.push('the run had no tasks');

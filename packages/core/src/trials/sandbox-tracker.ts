@@ -1,6 +1,6 @@
 import type { Environment } from '../contract.js';
 import { redactSecrets } from '../redact.js';
-import type { AttemptSandboxes, TrialSandboxes } from './types.js';
+import type { AttemptSandboxes, AttemptStart, TrialSandboxes } from './types.js';
 
 /** How a tracked environment's teardown ended: something removed, nothing to remove, or an error. */
 type Ending = 'removed' | 'nothing-to-remove' | { error: string };
@@ -62,5 +62,15 @@ export class SandboxTracker implements TrialSandboxes {
       else account.notRemoved.push({ id: env.id, backend: env.backend, error: ending?.error ?? 'not torn down' });
     }
     return account;
+  }
+
+  /** The tracked environments' starts (Environment.startTimings), in the order tracked; those never started are left out. */
+  starts(): AttemptStart[] {
+    const starts: AttemptStart[] = [];
+    for (const { env } of this.#tracked.values()) {
+      const timings = env.startTimings;
+      if (timings) starts.push({ id: env.id, backend: env.backend, timings });
+    }
+    return starts;
   }
 }

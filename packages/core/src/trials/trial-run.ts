@@ -223,6 +223,8 @@ export class TrialRun<T, O extends JsonValue> {
     // Journaled with the record, so a resumed run keeps this attempt's counts.
     const account = await sandboxes.settle();
     if (account) record.sandboxes = account;
+    const starts = sandboxes.starts();
+    if (starts.length > 0) record.starts = starts;
     // The run gave up waiting on this attempt (past the stop grace period) and has reported.
     if (this.#finished) return;
     this.#record(s, record);

@@ -5,6 +5,7 @@ import type { Environment } from '../contract.js';
 import type { TypedEvents } from '../events.js';
 import type { ClassifiedFailure } from '../classify.js';
 import type { SerializedError } from '../errors.js';
+import type { StartPhase, StartTimings } from '../start-timings.js';
 
 /** Anything JSON can carry: what a trial returns, e.g. `{ reward: 1 }`. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -98,7 +99,31 @@ export interface AttemptRecord<O extends JsonValue = JsonValue> {
   failure?: AttemptFailure;
   /** The sandboxes the attempt tracked (TrialContext.sandboxes); absent when it tracked none. */
   sandboxes?: AttemptSandboxes;
+  /**
+   * The starts of the environments the attempt tracked, in the order tracked: when each reached
+   * each mark (Environment.startTimings). Journaled with the record; absent when none was started.
+   */
+  starts?: AttemptStart[];
 }
+
+/** One environment's start as an attempt records it. */
+export interface AttemptStart {
+  /** The environment's id (its sandbox's name on the backend). */
+  id: string;
+  backend: string;
+  timings: StartTimings;
+}
+
+/** One start phase's durations over a run, in ms: how many starts had it, and its percentiles (nearest rank). */
+export interface PhaseStats {
+  count: number;
+  p50: number;
+  p95: number;
+  p99: number;
+}
+
+/** Per start phase (named by the mark it ends at; see startPhases), in START_MARKS order. */
+export type StartPhaseStats = Partial<Record<StartPhase['phase'], PhaseStats>>;
 
 /**
  * - scored: a usable attempt exists (an outcome, or a task failure: the sandbox worked).
@@ -169,6 +194,12 @@ export interface RunReport {
    * until `sweep` removes it.
    */
   sandboxes: SandboxAccounting;
+  /**
+   * Per backend, per start phase: how long the run's starts took to reach each mark from the one
+   * before (every attempt's recorded starts, failed ones too: the marks they reached). Absent when
+   * no attempt recorded a start (an older journal, trials that track no environment).
+   */
+  startPhases?: Record<string, StartPhaseStats>;
 }
 
 export interface RunResult<O extends JsonValue = JsonValue> {
