@@ -2,6 +2,7 @@ import { describeImage, isBuiltImage, type EnvironmentSpec, type PreflightCheck 
 import {
   CreationLimiter,
   LABEL_MANAGED,
+  LABEL_OWNER_PID,
   LABEL_SESSION,
   defaultLifetimeMs,
   defineBackend,
@@ -21,6 +22,26 @@ import { K8sSandbox } from './sandbox.js';
 import { podImages } from './pod-images.js';
 import { CAPABILITIES, HINTS, RENAMED, networkCapabilities } from './capabilities.js';
 import { PodNetwork } from './pod-network.js';
+import { PodInformer } from './pod-informer.js';
+
+/** Items per page of sweep's lists. */
+const PAGE = 500;
+
+/** Every item of a paginated list, each mapped as its page arrives. */
+async function pages<I, R>(
+  list: (page: { limit: number; _continue?: string }) => Promise<{ items: I[]; metadata?: { _continue?: string } }>,
+  map: (item: I) => R,
+): Promise<R[]> {
+  const out: R[] = [];
+  let next: string | undefined;
+  do {
+    const token = next;
+    const page = await idempotent(() => list({ limit: PAGE, ...(token ? { _continue: token } : {}) }));
+    for (const item of page.items) out.push(map(item));
+    next = page.metadata?._continue || undefined;
+  } while (next);
+  return out;
+}
 
 /** The Kubernetes backend; `resolveTarget()` gives `target` in parts (server, namespace, and why that namespace). */
 export type K8sBackend = DefinedBackend<{ resolveTarget(): K8sTarget }>;
@@ -36,6 +57,7 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
   const cluster = () => (client ??= new Cluster(options));
   let pullSecrets: PullSecrets | undefined;
   const network = new PodNetwork(cluster, options);
+  const informer = new PodInformer(cluster);
   const removals = new CreationLimiter(options.removal ?? { maxConcurrent: 16, perSecond: 50 });
   const images = (spec: EnvironmentSpec) => {
     const image = spec.image;
@@ -90,15 +112,18 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
         statusOf(error) === 404 ? undefined : what === 'pod' ? (mapApiError(error, { operation: 'sweep' })?.message ?? apiMessage(error)) : apiMessage(error),
     });
     try {
-      // Pull secrets whose process is gone (a crash between a start and its teardown), then pods.
-      const secrets = await idempotent(() => core.listNamespacedSecret({ namespace, labelSelector: `${LABEL_PULL_SECRET}=true${bySession}` }));
-      const pods = await idempotent(() => core.listNamespacedPod({ namespace, labelSelector: `${LABEL_MANAGED}=true${bySession}` }));
-      return [
-        ...secrets.items.map((secret): ManagedResource => {
+      // Pull secrets whose process is gone (a crash between a start and its teardown), then pods;
+      // page by page (10,000 pods are one ~37 MB answer unpaged), each page reduced to what sweep needs.
+      const secrets = await pages(
+        (page) => core.listNamespacedSecret({ namespace, labelSelector: `${LABEL_PULL_SECRET}=true${bySession}`, ...page }),
+        (secret) => {
           const name = secret.metadata?.name ?? '';
           return { name: `secret/${name}`, labels: secret.metadata?.labels ?? {}, ...remove('secret', () => core.deleteNamespacedSecret({ name, namespace })) };
-        }),
-        ...pods.items.map((pod): ManagedResource => {
+        },
+      );
+      const pods = await pages(
+        (page) => core.listNamespacedPod({ namespace, labelSelector: `${LABEL_MANAGED}=true${bySession}`, ...page }),
+        (pod) => {
           const name = pod.metadata?.name ?? '';
           const created = pod.metadata?.creationTimestamp ? new Date(pod.metadata.creationTimestamp).getTime() : undefined;
           return {
@@ -107,8 +132,9 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
             ...(created ? { createdAtMs: created } : {}),
             ...remove('pod', () => core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 })),
           };
-        }),
-      ];
+        },
+      );
+      return [...secrets, ...pods];
     } catch (error) {
       throw mapApiError(error, { operation: 'sweep' }) ?? error;
     }
@@ -129,7 +155,7 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
         module: new URL('../dist/guardian.js', import.meta.url),
         config: { kubeconfig: cluster().kc.exportConfig(), namespace: cluster().namespace },
       }),
-      transport: (id, spec) => new K8sSandbox({ cluster: cluster(), options, removals, network }, id, spec, images(spec)),
+      transport: (id, spec) => new K8sSandbox({ cluster: cluster(), options, removals, network, informer }, id, spec, images(spec)),
       async checkApi() {
         let c: Cluster;
         try {
@@ -148,6 +174,22 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
       },
       checkSpec,
       listManaged,
+      async removeOwned({ session, pid }) {
+        // One deletecollection for the owner's pods (its session and pid), after a list for the report's names.
+        const { core, namespace } = cluster();
+        const labelSelector = `${LABEL_MANAGED}=true,${LABEL_SESSION}=${session},${LABEL_OWNER_PID}=${pid}`;
+        try {
+          const names = await pages(
+            (page) => core.listNamespacedPod({ namespace, labelSelector, ...page }),
+            (pod) => pod.metadata?.name ?? '',
+          );
+          if (names.length === 0) return [];
+          await idempotent(() => core.deleteCollectionNamespacedPod({ namespace, labelSelector, gracePeriodSeconds: 0 }));
+          return names;
+        } catch (error) {
+          throw mapApiError(error, { operation: 'sweep' }) ?? error;
+        }
+      },
     },
     { resolveTarget: (): K8sTarget => cluster().target() },
   );

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { CoreV1Api, KubeConfig, findHomeDir } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, ServerConfiguration, createConfiguration, findHomeDir } from '@kubernetes/client-node';
+import { NodeHttpLibrary } from './api-http.js';
 import { ConfigError, remedied } from '@berth/core';
 import { keepConnectionsAlive } from './keep-alive-agent.js';
 import type { K8sBackendOptions } from './options.js';
@@ -46,11 +47,18 @@ export class Cluster {
     }
     this.server = cluster.server.replace(/\/+$/, '');
     keepConnectionsAlive(this.kc);
-    this.core = this.kc.makeApiClient(CoreV1Api);
+    this.core = this.api(CoreV1Api);
     this.execKeepAliveMs = options.execKeepAliveMs ?? 30_000;
     const fromContext = this.kc.getContextObject(this.kc.getCurrentContext())?.namespace;
     this.namespace = options.namespace ?? fromContext ?? 'default';
     this.namespaceFrom = options.namespace ? 'options' : fromContext ? 'context' : 'default';
+  }
+
+  /** An API client of this cluster, on node:https and the kept-alive connections (see api-http.ts). */
+  api<T>(type: new (config: ReturnType<typeof createConfiguration>) => T): T {
+    return new type(
+      createConfiguration({ baseServer: new ServerConfiguration(this.server, {}), authMethods: { default: this.kc }, httpApi: new NodeHttpLibrary() }),
+    );
   }
 
   target(): K8sTarget {

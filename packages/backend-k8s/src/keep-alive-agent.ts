@@ -8,6 +8,12 @@ import type { KubeConfig } from '@kubernetes/client-node';
  * side is closing.
  */
 const IDLE_MS = 15_000;
+/**
+ * API connections per TLS identity, whatever the concurrency: requests beyond wait in the agent's
+ * queue (on loopback one connection carries ~200 requests/s). With the backend's one pod watch and
+ * its restarts, a backend instance holds at most MAX_SOCKETS + 2 API connections besides exec streams.
+ */
+export const MAX_SOCKETS = 12;
 
 /**
  * API calls on kept-alive connections. client-node 1.4 makes a new https.Agent for every call, so
@@ -31,7 +37,7 @@ export function keepConnectionsAlive(kc: KubeConfig): () => void {
       .digest('hex');
     let kept = agents.get(identity);
     if (!kept) {
-      kept = new https.Agent({ ...o, keepAlive: true, timeout: IDLE_MS });
+      kept = new https.Agent({ ...o, keepAlive: true, timeout: IDLE_MS, maxSockets: MAX_SOCKETS, maxFreeSockets: MAX_SOCKETS });
       agents.set(identity, kept);
     }
     context.setAgent(kept);

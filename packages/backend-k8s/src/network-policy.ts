@@ -24,7 +24,7 @@ export function networkPolicyManifest(namespace: string, labels: Readonly<Record
 
 /** Creates the policy unless it is there (another process may have made it: 409 is success). */
 export async function ensureNetworkPolicy(cluster: Cluster, labels: Readonly<Record<string, string>>, signal?: AbortSignal): Promise<void> {
-  const api = cluster.kc.makeApiClient(NetworkingV1Api);
+  const api = cluster.api(NetworkingV1Api);
   const { namespace } = cluster;
   try {
     await idempotent(() => api.readNamespacedNetworkPolicy({ name: NETWORK_POLICY, namespace }), signal);

@@ -1,3 +1,4 @@
+import type { V1Probe } from '@kubernetes/client-node';
 import { BackendUnavailableError } from '@berth/core';
 import { BACKEND, type Cluster } from './cluster.js';
 import { spawnExec } from './exec-socket.js';
@@ -62,4 +63,48 @@ export async function probeFromPod(cluster: Cluster, pod: string, target: { host
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** What a failed startup probe prints, after this prefix: what it found instead of 'blocked'. */
+export const STARTUP_PROBE_SAYS = 'berth-network-probe:';
+/** The startup probe runs this often (the kubelet's smallest period). */
+const STARTUP_PERIOD_SECONDS = 1;
+
+/**
+ * Network 'none' checked by the kubelet, not over an exec per pod: the container counts as started
+ * (and the start returns) only once the same connect fails from inside it. It costs no API request
+ * (the kubelet runs it; its verdict arrives on the pod watch as `started`), and it stops at the
+ * first success. A failure prints what it found ('reached', 'no-tool', 'no-address'), which the
+ * kubelet keeps in the pod's events; after `waitMs` of failures the kubelet ends the container.
+ */
+export function startupProbe(target: { host: string; port: number } | undefined, waitMs: number): V1Probe {
+  // What it found also goes to the termination message: it reaches berth on the pod watch when the
+  // container ends (the kubelet's kill after waitMs; at once, by ending PID 1, where no probe can ever work).
+  const script = `(${PROBE_SCRIPT}
+); r=$?; [ $r = 1 ] && { : >/dev/termination-log 2>/dev/null; exit 0; }
+case $r in 0) m=reached ;; 3) m=no-tool ;; 4) m=no-address ;; *) m="exit-$r" ;; esac
+echo "${STARTUP_PROBE_SAYS} $m"; echo "${STARTUP_PROBE_SAYS} $m" >/dev/termination-log 2>/dev/null
+[ $r = 3 ] || [ $r = 4 ] && kill -TERM 1
+exit 1`;
+  return {
+    exec: { command: ['/bin/sh', '-c', script, 'berth-network-probe', target?.host ?? '', String(target?.port ?? ''), String(CONNECT_SECONDS)] },
+    periodSeconds: STARTUP_PERIOD_SECONDS,
+    timeoutSeconds: CONNECT_SECONDS + 2,
+    failureThreshold: Math.max(1, Math.ceil(waitMs / 1000 / STARTUP_PERIOD_SECONDS)),
+  };
+}
+
+/** What the kubelet's events say the startup probe found, the last time it failed; undefined if it never did. */
+export function startupProbeFound(messages: readonly string[]): ProbeResult | undefined {
+  let found: ProbeResult | undefined;
+  for (const message of messages) {
+    const at = message.lastIndexOf(STARTUP_PROBE_SAYS);
+    if (at < 0) continue;
+    const word = message
+      .slice(at + STARTUP_PROBE_SAYS.length)
+      .trim()
+      .split(/\s/)[0];
+    if (word === 'reached' || word === 'no-tool' || word === 'no-address') found = word;
+  }
+  return found;
 }

@@ -1,4 +1,4 @@
-import type { V1Container, V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1Probe, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { EnvironmentSpec } from '@berth/core';
 import { DEFAULT_LIFETIME_MS, IMAGE_MOUNT_STAGING, imageMountCopyCommand, keepAliveCommand } from '@berth/core/backend-kit';
 import type { K8sBackendOptions } from './options.js';
@@ -41,6 +41,8 @@ export interface PodInput {
   labels: Record<string, string>;
   pullSecrets: readonly string[];
   options: K8sBackendOptions;
+  /** Network 'none': the kubelet checks from inside that it holds before the container counts as started. */
+  startupProbe?: V1Probe;
 }
 
 /**
@@ -94,6 +96,7 @@ export function podManifest(input: PodInput): V1Pod {
     env: Object.entries(spec.env).map(([name, value]) => ({ name, value })),
     ...(spec.workdir ? { workingDir: spec.workdir } : {}),
     ...(Object.keys(quantities).length ? { resources: { requests: quantities, limits: quantities } } : {}),
+    ...(input.startupProbe ? { startupProbe: input.startupProbe } : {}),
   };
   const pod: V1Pod = {
     apiVersion: 'v1',

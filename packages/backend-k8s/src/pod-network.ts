@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { V1Probe } from '@kubernetes/client-node';
 import { BackendUnavailableError, CapabilityError, ConfigError, remedied, type NetworkMode } from '@berth/core';
 import { BACKEND, type Cluster } from './cluster.js';
 import { idempotent } from './k8s-errors.js';
 import { NETWORK_POLICY, ensureNetworkPolicy } from './network-policy.js';
-import { probeFromPod, type ProbeResult } from './network-probe.js';
+import { probeFromPod, startupProbe, type ProbeResult } from './network-probe.js';
 import type { K8sBackendOptions } from './options.js';
 import { LABEL_NETWORK } from './pod-manifest.js';
 
@@ -26,6 +27,8 @@ export class PodNetwork {
   #policy: Promise<void> | undefined;
   /** true/false once known; a promise while a pod proves it. */
   #enforced: boolean | Promise<boolean> | undefined;
+  /** Nodes where a pod was seen cut off under the policy and reaching the probe address without it; a promise while one proves it. */
+  readonly #nodes = new Map<string, Promise<void> | true>();
 
   constructor(cluster: () => Cluster, options: K8sBackendOptions) {
     this.#cluster = cluster;
@@ -63,6 +66,83 @@ export class PodNetwork {
       throw error;
     });
     await this.#policy;
+  }
+
+  /** The kubelet's check that a pod starting on 'none' is cut off (see startupProbe). */
+  startupProbe(): V1Probe {
+    return startupProbe(this.#target, this.#waitMs);
+  }
+
+  /**
+   * After a pod started on 'none' (its startup probe saw it cut off): the positive control, once per
+   * node. The first such pod of each node is relabelled public until it reaches the probe address,
+   * then 'none' until cut off again (two execs and two patches per node, none per later pod), so a
+   * pod cut off means the policy holds there, not that the address is unreachable from that node.
+   * A new node is proved again; `networkPolicy.enforced: true` skips it.
+   */
+  async provedOnNode(pod: string, node: string, environmentId: string, signal?: AbortSignal): Promise<void> {
+    if (this.#options.networkPolicy?.enforced === true) return;
+    for (;;) {
+      const known = this.#nodes.get(node);
+      if (known === true) return;
+      if (known) {
+        // Another pod's proof: its verdict is this pod's, unless it ended for that pod's own reasons.
+        const failed = await known.then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        if (failed === undefined) return;
+        if (ConfigError.isInstance(failed) || CapabilityError.isInstance(failed)) throw this.#shared(failed, environmentId);
+        continue;
+      }
+      const proof = this.#proveOnNode(pod, environmentId, signal);
+      this.#nodes.set(node, proof);
+      try {
+        await proof;
+        this.#nodes.set(node, true);
+        this.#enforced ??= true;
+        return;
+      } catch (error) {
+        this.#nodes.delete(node);
+        throw error;
+      }
+    }
+  }
+
+  async #proveOnNode(pod: string, environmentId: string, signal?: AbortSignal): Promise<void> {
+    await this.label(pod, 'public');
+    const reached = await this.#await(pod, 'reached', environmentId, signal).catch(async (error: unknown) => {
+      await this.label(pod, 'none');
+      throw error;
+    });
+    await this.label(pod, 'none');
+    if (!reached) {
+      throw new ConfigError({
+        operation: 'start',
+        backend: BACKEND,
+        environmentId,
+        path: 'options.networkPolicy.probe',
+        ...PROBE_FIX(
+          (fix) =>
+            `a public pod cannot reach ${this.#describeTarget()} within ${this.#waitMs} ms, so whether NetworkPolicy is enforced cannot be checked from inside: ${fix}`,
+        ),
+      });
+    }
+    if (!(await this.#await(pod, 'blocked', environmentId, signal))) throw this.#didNotHold('none', environmentId);
+  }
+
+  /**
+   * A pod whose startup probe never saw it cut off: what its last failure printed, in berth's
+   * terms. On a node already proved the enforcer is slow (transient); elsewhere nothing enforces it.
+   */
+  startupFailure(found: ProbeResult | undefined, node: string | undefined, environmentId: string): BackendUnavailableError | CapabilityError | ConfigError {
+    if (found === 'no-tool' || found === 'no-address') return this.#cannotProbe(found, environmentId);
+    if (found === 'reached' && !(node && this.#nodes.get(node) === true) && this.#options.networkPolicy?.enforced !== true) {
+      // Remembered: later specs asking for 'none' are refused before a pod is made.
+      if (this.#enforced !== true) this.#enforced = false;
+      return this.#notEnforced(environmentId);
+    }
+    return this.#didNotHold('none', environmentId);
   }
 
   /** Sets the pod's network label (a JSON merge patch of that one label). */

@@ -13,8 +13,11 @@ export type StartState =
 const PULL_REASONS = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'RegistryUnavailable']);
 const CONFIG_REASONS = new Set(['CreateContainerConfigError', 'CreateContainerError', 'RunContainerError', 'StartError']);
 
-/** Read one pod status while starting it. */
-export function startState(pod: V1Pod): StartState {
+/**
+ * Read one pod status while starting it. `probed`: the container has a startup probe (network
+ * 'none' checked by the kubelet), so it runs only once the kubelet says it started.
+ */
+export function startState(pod: V1Pod, probed = false): StartState {
   const status = pod.status ?? {};
   // Image mounts first: their init containers run (and pull) before the task's container.
   for (const init of status.initContainerStatuses ?? []) {
@@ -42,6 +45,7 @@ export function startState(pod: V1Pod): StartState {
     return { kind: 'ended', reason, message: status.message ?? terminated?.message ?? `exit ${terminated?.exitCode ?? '?'}` };
   }
   if (status.phase === 'Running' && container?.state?.running) {
+    if (probed && container.started !== true) return { kind: 'waiting', status: "Running: checking from inside that network 'none' holds (startup probe)" };
     return { kind: 'running', uid: pod.metadata?.uid ?? '', restarts: container.restartCount ?? 0 };
   }
   // Pending: say why, in the scheduler's or the kubelet's words (the last one becomes lastStatus).

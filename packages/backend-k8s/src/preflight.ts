@@ -48,7 +48,7 @@ export async function checkApi(cluster: Cluster): Promise<PreflightCheck> {
 
 /** Can berth's identity do what the backend needs, in its namespace? */
 export async function checkRbac(cluster: Cluster): Promise<PreflightCheck> {
-  const authz = cluster.kc.makeApiClient(AuthorizationV1Api);
+  const authz = cluster.api(AuthorizationV1Api);
   const denied: string[] = [];
   for (const [verb, resource, subresource, group] of NEEDED) {
     const review = await authz.createSelfSubjectAccessReview({

@@ -12,6 +12,7 @@ import {
 } from '@berth/core';
 import {
   pullFailure,
+  retryIdempotent,
   type CreationLimiter,
   throwIfAborted,
   type CreateContext,
@@ -23,7 +24,7 @@ import {
 import type { V1Pod } from '@kubernetes/client-node';
 import { BACKEND, type Cluster } from './cluster.js';
 import { spawnExec } from './exec-socket.js';
-import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
+import { apiMessage, idempotent, mapApiError, statusOf, transientAnswer } from './k8s-errors.js';
 import type { K8sBackendOptions } from './options.js';
 import { podLifetime, podManifest } from './pod-manifest.js';
 import type { PodNetwork } from './pod-network.js';
@@ -31,10 +32,14 @@ import { acquirePullSecrets, manifestMounts, withMain, type PodImages } from './
 import { everyPullWithoutSecret, pullMessage, unreadSecrets } from './pull-events.js';
 import { missingSecrets } from './pull-secrets.js';
 import { podEvents, podReport } from './pod-report.js';
-import { watchPod } from './pod-watch.js';
+import type { PodInformer, WatchOutcome } from './pod-informer.js';
 import { liveState, startState, type StartState } from './pod-status.js';
+import { CONTAINER } from './pod-manifest.js';
+import { startupProbeFound } from './network-probe.js';
 
 const GONE_WAIT_MS = 30_000;
+/** A create the API server throttled (429) is tried again more patiently than one that failed. */
+const THROTTLED_RETRIES = { attempts: 10, initialMs: 500, maxMs: 10_000, maxRetryAfterMs: 30_000 } as const;
 /** How long a start waits for the kubelet to pull again after it could not read berth's pull Secret: two back-offs. */
 const SECRET_LAG_MS = 45_000;
 
@@ -46,6 +51,8 @@ export interface PodShared {
   removals: CreationLimiter;
   /** Network 'none' and switching: the deny-all policy, and whether the cluster enforces it. */
   network: PodNetwork;
+  /** The one watch over this process's pods that every start and removal waits on. */
+  informer: PodInformer;
 }
 
 /** One pod, as the kit's transport. Named after the environment id, so it can be found before create returns. */
@@ -62,11 +69,16 @@ export class K8sSandbox implements SandboxTransport {
   /** The pull secrets the kubelet said it could not read at the first failed pull (waited for once). */
   #unread: string[] = [];
   #hadCredentials = false;
+  /** The node the pod was bound to, once the watch said. */
+  #node: string | undefined;
+  /** Start phases already said (each once). */
+  readonly #reached = new Set<'pulled' | 'running'>();
   /** A create still running (settles, never rejects): it may yet make a pod naming #secrets. */
   #creating: Promise<void> | undefined;
 
   readonly #removals: CreationLimiter;
   readonly #network: PodNetwork;
+  readonly #informer: PodInformer;
   /** restartPolicy may be patched, a pod replaced by name: failed commands are checked against the pod started. */
   readonly replaceable = true;
 
@@ -75,6 +87,7 @@ export class K8sSandbox implements SandboxTransport {
     this.#options = shared.options;
     this.#removals = shared.removals;
     this.#network = shared.network;
+    this.#informer = shared.informer;
     this.#id = id;
     this.#spec = spec;
     this.#images = images;
@@ -98,7 +111,7 @@ export class K8sSandbox implements SandboxTransport {
   }
 
   async #create(ctx: CreateContext): Promise<void> {
-    const { core, namespace } = this.#cluster;
+    const { namespace } = this.#cluster;
     const built = await this.#build(ctx);
     if (built) this.#images = withMain(this.#images, built, this.#options);
     const main = this.#images.main;
@@ -119,28 +132,66 @@ export class K8sSandbox implements SandboxTransport {
       labels: { ...(this.#options.labels ?? {}), ...ctx.labels },
       pullSecrets,
       options: this.#options,
+      ...(this.#probed ? { startupProbe: this.#network.startupProbe() } : {}),
     });
     ctx.progress({ phase: 'starting', status: `creating pod ${namespace}/${this.#id}` });
+    // Followed from before the create, so no change of the new pod is missed.
+    const following = new AbortController();
+    const stopFollowing = () => following.abort(ctx.signal.reason);
+    ctx.signal.addEventListener('abort', stopFollowing, { once: true });
+    const first = this.#informer.follow(this.#id, this.#decideStart(ctx, 0), following.signal);
+    first.outcome.catch(() => undefined);
+    try {
+      await first.registered;
+      await this.#createPod(body, ctx);
+      first.exists();
+      await this.#waitRunning(ctx, first.outcome);
+    } finally {
+      ctx.signal.removeEventListener('abort', stopFollowing);
+      following.abort();
+    }
+    if (this.#probed) {
+      // Cut off, as the kubelet's startup probe saw; the node's positive control once per node.
+      ctx.progress({ status: `network 'none' holds in the pod; proving the policy on node ${this.#node ?? '?'} if it is new` });
+      if (this.#node) await this.#networkCall('start', () => this.#network.provedOnNode(this.#id, this.#node!, this.#id, ctx.signal));
+      ctx.progress({ reached: 'network' });
+    } else if (this.#needsPolicy) {
+      ctx.progress({ status: `checking from inside that network '${this.#spec.network}' holds` });
+      await this.#networkCall('start', () => this.#network.settle(this.#id, this.#spec.network, this.#id, ctx.signal));
+      ctx.progress({ reached: 'network' });
+    }
+  }
+
+  /** Starting on 'none': the kubelet's startup probe checks it holds before the container counts as started. */
+  get #probed(): boolean {
+    return this.#spec.network === 'none';
+  }
+
+  async #createPod(body: V1Pod, ctx: CreateContext): Promise<void> {
+    const { core, namespace } = this.#cluster;
     try {
       // Retried like a read: the name is berth's own (48 random bits), so 409 means an earlier try got through.
-      await idempotent(
+      // A 429 (the API server's priority and fairness) also tells the creation limiter to back off.
+      await retryIdempotent(
         () =>
           core.createNamespacedPod({ namespace, body }).catch((error: unknown) => {
             if (statusOf(error) === 409) return undefined;
             throw error;
           }),
-        ctx.signal,
+        (error) => {
+          const answer = transientAnswer(error);
+          if (!answer || statusOf(error) !== 429) return answer;
+          ctx.progress({ throttled: answer.retryAfterMs !== undefined ? { retryAfterMs: answer.retryAfterMs } : {} });
+          return { ...answer, policy: THROTTLED_RETRIES };
+        },
+        { signal: ctx.signal },
       );
+      ctx.progress({ reached: 'accepted' });
     } catch (error) {
       if (statusOf(error) === 422 || statusOf(error) === 400) {
         throw new ConfigError({ ...this.#ctx('start'), path: 'spec', message: `the Kubernetes API refused the pod: ${apiMessage(error)}`, cause: error });
       }
       throw mapApiError(error, this.#ctx('start')) ?? error;
-    }
-    await this.#waitRunning(ctx);
-    if (this.#needsPolicy) {
-      ctx.progress({ status: `checking from inside that network '${this.#spec.network}' holds` });
-      await this.#networkCall('start', () => this.#network.settle(this.#id, this.#spec.network, this.#id, ctx.signal));
     }
   }
 
@@ -182,28 +233,48 @@ export class K8sSandbox implements SandboxTransport {
     });
   }
 
-  /** Watch the pod until it runs, or fail fast with the class its status says. */
-  async #waitRunning(ctx: CreateContext): Promise<void> {
+  /** What a start waits for in the pod's states: anything but 'waiting' (a failed pull only after `patientUntil`). */
+  #decideStart(ctx: CreateContext, patientUntil: number) {
+    return (pod: V1Pod): { pod: V1Pod; state: StartState } | undefined => {
+      this.#marks(pod, ctx);
+      const state = startState(pod, this.#probed);
+      if (state.kind === 'pull_failed' && Date.now() < patientUntil) {
+        ctx.progress({ status: `Pending: ${state.reason}: waiting for the kubelet's next pull, now that the pull secret exists` });
+        return undefined;
+      }
+      if (state.kind !== 'waiting') return { pod, state };
+      ctx.progress({ status: state.status });
+      return undefined;
+    };
+  }
+
+  /** The start's phases as the pod's states show them, each said once: scheduled, pulled, running. */
+  #marks(pod: V1Pod, ctx: CreateContext): void {
+    const node = pod.spec?.nodeName;
+    if (node && !this.#node) {
+      this.#node = node;
+      ctx.progress({ reached: 'scheduled' });
+    }
+    const main = pod.status?.containerStatuses?.find((c) => c.name === CONTAINER);
+    if (!this.#reached.has('pulled') && (main?.imageID || main?.state?.running || main?.state?.terminated)) {
+      this.#reached.add('pulled');
+      ctx.progress({ reached: 'pulled' });
+    }
+    if (!this.#reached.has('running') && pod.status?.phase === 'Running' && main?.state?.running) {
+      this.#reached.add('running');
+      ctx.progress({ reached: 'running' });
+    }
+  }
+
+  /** Wait (on the backend's one pod watch) until the pod runs, or fail fast with the class its status says. */
+  async #waitRunning(ctx: CreateContext, first: Promise<WatchOutcome<{ pod: V1Pod; state: StartState }>>): Promise<void> {
     // Until then a failed pull is the kubelet's, not the registry's answer (see unreadSecrets).
     let patientUntil = 0;
+    let pending = first;
     for (;;) {
       let outcome;
       try {
-        outcome = await watchPod(
-          this.#cluster,
-          this.#id,
-          (pod) => {
-            const state = startState(pod);
-            if (state.kind === 'pull_failed' && Date.now() < patientUntil) {
-              ctx.progress({ status: `Pending: ${state.reason}: waiting for the kubelet's next pull, now that the pull secret exists` });
-              return undefined;
-            }
-            if (state.kind !== 'waiting') return { pod, state };
-            ctx.progress({ status: state.status });
-            return undefined;
-          },
-          ctx.signal,
-        );
+        outcome = await pending;
       } catch (error) {
         throwIfAborted(ctx.signal, this.#ctx('start'));
         throw mapApiError(error, this.#ctx('start')) ?? error;
@@ -216,6 +287,7 @@ export class K8sSandbox implements SandboxTransport {
           await this.#refuseMissing(unread.filter((name) => !this.#secrets.includes(name)));
           this.#unread = unread;
           patientUntil = Date.now() + SECRET_LAG_MS;
+          pending = this.#informer.follow(this.#id, this.#decideStart(ctx, patientUntil), ctx.signal, { read: true }).outcome;
           continue;
         }
       }
@@ -294,7 +366,8 @@ export class K8sSandbox implements SandboxTransport {
           cause: podReport(this.#id, pod, await podEvents(this.#cluster, this.#id)),
         });
       case 'ended':
-        if (state.reason === 'DeadlineExceeded') throw this.#deadlineBeforeRunning(pod);
+        if (state.reason === 'DeadlineExceeded') throw await this.#deadlineBeforeRunning(pod);
+        if (this.#probed) await this.#refuseUnprobed(pod);
         throw new ConfigError({
           ...this.#ctx('start'),
           path: 'spec.image',
@@ -302,6 +375,18 @@ export class K8sSandbox implements SandboxTransport {
           cause: podReport(this.#id, pod, await podEvents(this.#cluster, this.#id)),
         });
     }
+  }
+
+  /** A pod on 'none' that ended before its startup probe passed: what the probe found, typed (see PodNetwork.startupFailure). */
+  async #refuseUnprobed(pod: V1Pod): Promise<void> {
+    const main = pod.status?.containerStatuses?.find((c) => c.name === CONTAINER);
+    if (main?.started) return;
+    const events = await podEvents(this.#cluster, this.#id);
+    const said = [...events.map((e) => e.message ?? ''), main?.state?.terminated?.message ?? ''];
+    const found = startupProbeFound(said);
+    if (found === undefined && !events.some((e) => /startup probe/i.test(e.message ?? ''))) return;
+    const error = this.#network.startupFailure(found, this.#node, this.#id);
+    throw Object.assign(error, { cause: podReport(this.#id, pod, events) });
   }
 
   /** activeDeadlineSeconds ran out before the pod was running: a lifetime shorter than the start took. */
@@ -352,14 +437,19 @@ export class K8sSandbox implements SandboxTransport {
 
   async #removePod(): Promise<void> {
     const { core, namespace } = this.#cluster;
+    // Teardown means gone: followed from before the delete, then waited for (bounded) until the API no longer has the pod.
+    const unneeded = new AbortController();
+    const gone = this.#informer.follow(this.#id, () => undefined, AbortSignal.any([AbortSignal.timeout(GONE_WAIT_MS), unneeded.signal]), { exists: true });
     try {
+      await gone.registered;
       await idempotent(() => core.deleteNamespacedPod({ name: this.#id, namespace, gracePeriodSeconds: 0 }));
     } catch (error) {
+      unneeded.abort();
+      gone.outcome.catch(() => undefined);
       if (statusOf(error) === 404) return;
       throw mapApiError(error, this.#ctx('teardown')) ?? error;
     }
-    // Teardown means gone: wait (bounded) until the API no longer has the pod.
-    await watchPod(this.#cluster, this.#id, () => undefined, AbortSignal.timeout(GONE_WAIT_MS)).catch(() => undefined);
+    await gone.outcome.catch(() => undefined);
   }
 
   async spawn(request: ProcessRequest): Promise<SandboxProcess> {

@@ -14,10 +14,14 @@ afterAll(() => {
 });
 
 /** A relay to the API server on a loopback port, and how many connections it took. */
-async function countingRelay(): Promise<{ port: number; connections: () => number }> {
+async function countingRelay(): Promise<{ port: number; connections: () => number; peak: () => number }> {
   let connections = 0;
+  let open = 0;
+  let peak = 0;
   const server = createServer((client) => {
     connections++;
+    peak = Math.max(peak, ++open);
+    client.once('close', () => open--);
     const upstream = createConnection({ host: '127.0.0.1', port: 6443 });
     client.pipe(upstream).pipe(client);
     const end = () => {
@@ -29,7 +33,7 @@ async function countingRelay(): Promise<{ port: number; connections: () => numbe
   });
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { port: (server.address() as AddressInfo).port, connections: () => connections };
+  return { port: (server.address() as AddressInfo).port, connections: () => connections, peak: () => peak };
 }
 
 /** The berth kubeconfig, its server moved to the relay (127.0.0.1 is in the API server's certificate). */
@@ -73,4 +77,43 @@ describe('k8s API calls on kept-alive connections', () => {
     // The start's API calls (create, watch, reads) came on a handful of connections, not one each.
     expect(beforeExecs).toBeLessThanOrEqual(4);
   }, 60_000);
+
+  it('24 starts and teardowns at once share one pod watch: the connections stay a small constant, not one per start', async () => {
+    const relay = await countingRelay();
+    const backend = createK8sBackend({
+      kubeconfig: kubeconfigVia(relay.port),
+      namespace: NAMESPACE,
+      tolerations: [{ key: 'berth.test/fault', operator: 'Exists', effect: 'NoSchedule' }],
+      creation: { maxConcurrent: 24 },
+    });
+    const envs = await Promise.all(Array.from({ length: 24 }, () => backend.start({ image: 'berth-test/busybox:latest', network: 'public' })));
+    await Promise.all(envs.map((env) => env.teardown()));
+    // One watch per start (and one per teardown's wait for the pod to go) took 48 connections or more.
+    expect(relay.connections()).toBeLessThanOrEqual(16);
+    expect(relay.peak()).toBeLessThanOrEqual(16);
+  }, 120_000);
+
+  it("starts on network 'none' cost no connection more than starts on 'public' once the node is proved: no exec per pod", async () => {
+    const relay = await countingRelay();
+    const backend = createK8sBackend({
+      kubeconfig: kubeconfigVia(relay.port),
+      namespace: NAMESPACE,
+      tolerations: [{ key: 'berth.test/fault', operator: 'Exists', effect: 'NoSchedule' }],
+      creation: { maxConcurrent: 8 },
+    });
+    // The node's proof (two execs, two label patches) and the policy's creation, once.
+    const first = await backend.start({ image: 'berth-test/busybox:latest', network: 'none' });
+    const batch = async (network: 'public' | 'none') => {
+      const before = relay.connections();
+      const envs = await Promise.all(Array.from({ length: 8 }, () => backend.start({ image: 'berth-test/busybox:latest', network })));
+      const opened = relay.connections() - before;
+      await Promise.all(envs.map((env) => env.teardown()));
+      return opened;
+    };
+    const pub = await batch('public');
+    const none = await batch('none');
+    await first.teardown();
+    // One exec per 'none' pod (its own WebSocket) made this 8 or more.
+    expect(none).toBeLessThanOrEqual(pub + 2);
+  }, 120_000);
 });
