@@ -113,6 +113,8 @@ export class ModalSandbox implements SandboxTransport {
       throwIfAborted(ctx.signal, this.#ctx('start'));
       throw mapModalError(error, this.#ctx('pull'), { path: 'spec.image.auth.secretName' }) ?? error;
     }
+    // The image is on Modal (pulled FROM the reference, built, or a snapshot it already had).
+    ctx.progress({ reached: 'pulled' });
     const spec = this.#spec;
     ctx.progress({ phase: 'starting', status: 'creating the sandbox' });
     try {
@@ -138,10 +140,13 @@ export class ModalSandbox implements SandboxTransport {
         ctx.signal,
       );
       this.#sandboxId = created.sandboxId;
+      ctx.progress({ reached: 'accepted' });
       // V2 may place the sandbox at once and say so; its router access then serves the first exec.
       if (created.routerAccess) this.#access = Promise.resolve(created.routerAccess);
       if (created.taskId) this.#taskId = created.taskId;
       else await this.#waitTask(ctx, plan);
+      // A task: Modal placed the sandbox and runs its main process.
+      ctx.progress({ reached: 'running' });
     } catch (error) {
       throwIfAborted(ctx.signal, this.#ctx('start'));
       throw this.#map(error, 'start', false);

@@ -37,6 +37,11 @@ export interface CallContext {
   signal?: AbortSignal;
   /** For long-polls: no byte for this long ends the attempt. */
   idleTimeoutMs?: number;
+  /**
+   * RESOURCE_EXHAUSTED: waited out here ('retry', the default), or thrown at once for the caller,
+   * which has more to do than wait (a sandbox's create tells the creation limiter, then waits).
+   */
+  rateLimits?: 'retry' | 'caller';
 }
 
 /** Sends typed messages over a transport; `service` is the gRPC service's full name. */
@@ -44,13 +49,17 @@ export class RpcCaller {
   /** The retry policy in the kit's terms: transient codes, and rate limits counted apart. */
   readonly #policies: { transient: ApiRetryPolicy; rateLimited: ApiRetryPolicy };
 
-  /** gRPC's retryable codes; RESOURCE_EXHAUSTED with the server's hint, on its own count. */
-  readonly #retryable: TransientAnswer = (error) => {
-    if (!GrpcError.isInstance(error)) return undefined;
-    if (error.code === GRPC_CODE.RESOURCE_EXHAUSTED)
-      return { policy: this.#policies.rateLimited, ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}) };
-    return TRANSIENT.has(error.code) ? {} : undefined;
-  };
+  /** gRPC's retryable codes; RESOURCE_EXHAUSTED with the server's hint, on its own count, unless the caller takes it. */
+  #retryable(ctx: CallContext): TransientAnswer {
+    return (error) => {
+      if (!GrpcError.isInstance(error)) return undefined;
+      if (error.code === GRPC_CODE.RESOURCE_EXHAUSTED) {
+        if (ctx.rateLimits === 'caller') return undefined;
+        return { policy: this.#policies.rateLimited, ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}) };
+      }
+      return TRANSIENT.has(error.code) ? {} : undefined;
+    };
+  }
 
   constructor(
     readonly transport: GrpcTransport,
@@ -71,7 +80,7 @@ export class RpcCaller {
     const body = encodeMessage(request, value);
     const key = randomUUID();
     const send = async () => this.transport.unary(ctx.endpoint, this.#options(method, { ...(await ctx.metadata()), 'x-idempotency-key': key }, ctx), body);
-    const bytes = await retryIdempotent(send, this.#retryable, { policy: this.#policies.transient, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    const bytes = await retryIdempotent(send, this.#retryable(ctx), { policy: this.#policies.transient, ...(ctx.signal ? { signal: ctx.signal } : {}) });
     return decodeMessage(response, bytes);
   }
 

@@ -17,5 +17,13 @@ export {
 } from './modal-api.js';
 export { TaskRouter, type ExecExit, type ExecStart, type NetworkAccess, type RouterAccess } from './router-api.js';
 export { AUTH_TOKEN_HEADER, AuthTokenManager, jwtExpiryMs } from './auth-token.js';
-export { SandboxRpcs, TASK_ID_POLL_MS, sandboxApiVersion, type CreatedSandbox, type SandboxApiVersion, type SandboxCreation } from './sandbox-rpcs.js';
+export {
+  SandboxRpcs,
+  TASK_ID_POLL_MS,
+  sandboxApiVersion,
+  type CreateRetry,
+  type CreatedSandbox,
+  type SandboxApiVersion,
+  type SandboxCreation,
+} from './sandbox-rpcs.js';
 export { DEFAULT_RETRY, type RetryPolicy } from './calls.js';

@@ -206,15 +206,16 @@ export class ControlPlane {
    * One unary call of the control plane, for the RPC modules beside this one (sandbox-rpcs.ts).
    * `auth` adds the x-modal-auth-token V2 RPCs require; a call it is refused on (UNAUTHENTICATED)
    * is made once more with a new token, since the server may have revoked the cached one early.
+   * `rateLimits: 'caller'` throws RESOURCE_EXHAUSTED at once instead of waiting it out (calls.ts).
    */
   async call<Req extends MessageName, Res extends MessageName>(
     method: string,
     request: Req,
     value: MessageValue<Req>,
     response: Res,
-    opts: { signal?: AbortSignal; idleTimeoutMs?: number; auth?: boolean; metadata?: Record<string, string> } = {},
+    opts: { signal?: AbortSignal; idleTimeoutMs?: number; auth?: boolean; metadata?: Record<string, string>; rateLimits?: CallContext['rateLimits'] } = {},
   ): Promise<MessageValue<Res>> {
-    const base = this.#ctx(opts.signal, opts.idleTimeoutMs);
+    const base: CallContext = { ...this.#ctx(opts.signal, opts.idleTimeoutMs), ...(opts.rateLimits ? { rateLimits: opts.rateLimits } : {}) };
     const extra = opts.metadata;
     const ctx: CallContext = extra ? { ...base, metadata: async () => ({ ...(await base.metadata()), ...extra }) } : base;
     if (!opts.auth) return this.#rpc.unary(method, request, value, response, ctx);

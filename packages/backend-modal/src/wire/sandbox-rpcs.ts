@@ -38,6 +38,14 @@ export interface CreatedSandbox {
   routerAccess?: RouterAccess;
 }
 
+/**
+ * Sends a sandbox's create again while Modal rate-limits it. Given to `create`, the create's
+ * RESOURCE_EXHAUSTED reaches it at once (it reports the throttling, waits, sends again); without
+ * one, a rate limit is waited out like any call's (calls.ts). Each send is a call of its own, with
+ * its own idempotency key: a create refused with RESOURCE_EXHAUSTED made nothing.
+ */
+export type CreateRetry = <T>(send: () => Promise<T>) => Promise<T>;
+
 /** The metadata key a V2 sandbox's own token goes back in, when SandboxCreateV2 gave one (the SDK: _impl_v2.py:112,231). */
 export const SANDBOX_TOKEN_HEADER = 'x-modal-sandbox-token';
 
@@ -55,30 +63,33 @@ export class SandboxRpcs {
     this.#listVersion = listVersion;
   }
 
-  async create(version: SandboxApiVersion, c: SandboxCreation, signal?: AbortSignal): Promise<CreatedSandbox> {
+  async create(version: SandboxApiVersion, c: SandboxCreation, signal?: AbortSignal, retry?: CreateRetry): Promise<CreatedSandbox> {
+    const send: CreateRetry = retry ?? ((call) => call());
+    const rateLimits = retry ? 'caller' : 'retry';
     if (version === 1) {
       const secretIds = Object.keys(c.env).length ? [await this.#control.ephemeralSecret(c.appId, c.env, c.environmentName, signal)] : [];
       const definition = { ...c.definition, secret_ids: [...(c.definition.secret_ids ?? []), ...secretIds] };
-      const res = await this.#control.call(
-        'SandboxCreate',
-        'SandboxCreateRequest',
-        { app_id: c.appId, definition, tags: tagList(c.tags) },
-        'SandboxCreateResponse',
-        { ...(signal ? { signal } : {}) },
+      const res = await send(() =>
+        this.#control.call('SandboxCreate', 'SandboxCreateRequest', { app_id: c.appId, definition, tags: tagList(c.tags) }, 'SandboxCreateResponse', {
+          ...(signal ? { signal } : {}),
+          rateLimits,
+        }),
       );
       return { sandboxId: res.sandbox_id ?? '' };
     }
-    const res = await this.#control.call(
-      'SandboxCreateV2',
-      'SandboxCreateV2Request',
-      {
-        app_id: c.appId,
-        definition: c.definition,
-        tags: tagList(c.tags),
-        ...(Object.keys(c.env).length ? { secret_sources: [{ env: { contents: c.env } }] } : {}),
-      },
-      'SandboxCreateV2Response',
-      { ...(signal ? { signal } : {}), auth: true },
+    const res = await send(() =>
+      this.#control.call(
+        'SandboxCreateV2',
+        'SandboxCreateV2Request',
+        {
+          app_id: c.appId,
+          definition: c.definition,
+          tags: tagList(c.tags),
+          ...(Object.keys(c.env).length ? { secret_sources: [{ env: { contents: c.env } }] } : {}),
+        },
+        'SandboxCreateV2Response',
+        { ...(signal ? { signal } : {}), auth: true, rateLimits },
+      ),
     );
     const access = res.command_router_access;
     if (res.sandbox_id && res.sandbox_token) this.#sandboxTokens.set(res.sandbox_id, res.sandbox_token);

@@ -68,8 +68,8 @@ export function controlPlaneMethods(deps: ControlPlaneDeps): MethodTable {
   unary(
     'SandboxCreate',
     (req) => {
-      const retryAfter = faults.takeRateLimit();
-      if (retryAfter !== undefined) throw rateLimited(codec, retryAfter);
+      const limited = faults.takeRateLimit();
+      if (limited) throw rateLimited(codec, limited.retryAfterSecs);
       return sandboxes.create(req, faults.takeFetchSpecFailure());
     },
     true,
@@ -101,9 +101,10 @@ export function controlPlaneMethods(deps: ControlPlaneDeps): MethodTable {
   return table;
 }
 
-/** RESOURCE_EXHAUSTED with Modal's retry hint: an RPCRetryPolicy inside grpc-status-details-bin. */
-function rateLimited(codec: SimCodec, retryAfterSecs: number): RpcError {
+/** RESOURCE_EXHAUSTED, with Modal's retry hint when given: an RPCRetryPolicy inside grpc-status-details-bin. */
+function rateLimited(codec: SimCodec, retryAfterSecs: number | undefined): RpcError {
   const message = 'Sandbox creation rate limit exceeded';
+  if (retryAfterSecs === undefined) return new RpcError(Code.RESOURCE_EXHAUSTED, message);
   const policy = codec.encode('modal.client.RPCRetryPolicy', { retry_after_secs: retryAfterSecs });
   const status = codec.encode('modal.client.RPCStatus', { code: Code.RESOURCE_EXHAUSTED, message, details: [{ type_url: RETRY_POLICY_URL, value: policy }] });
   return new RpcError(Code.RESOURCE_EXHAUSTED, message, status);

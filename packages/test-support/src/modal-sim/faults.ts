@@ -28,7 +28,7 @@ interface Failure {
 
 export class Faults {
   #fetchSpec = 0;
-  #rateLimit = { left: 0, retryAfterSecs: 0 };
+  #rateLimit: { left: number; retryAfterSecs?: number } = { left: 0 };
   #stdioCuts: Array<{ bytes: number; descriptor?: 'stdout' | 'stderr' }> = [];
   /** Every TaskExecStdioRead served, in order of arrival: tests see which stream a cut hit and where reading resumed. */
   readonly stdioReads: StdioRead[] = [];
@@ -54,9 +54,12 @@ export class Faults {
     this.#fetchSpec += count;
   }
 
-  /** The next `count` SandboxCreate answer RESOURCE_EXHAUSTED with a retry hint. */
-  rateLimit(opts: { count?: number; retryAfterSecs: number }): void {
-    this.#rateLimit = { left: opts.count ?? 1, retryAfterSecs: opts.retryAfterSecs };
+  /**
+   * The next `count` SandboxCreate (V1 or V2) answer RESOURCE_EXHAUSTED "Sandbox creation rate
+   * limit exceeded", with Modal's retry hint (an RPCRetryPolicy) when `retryAfterSecs` is given.
+   */
+  rateLimit(opts: { count?: number; retryAfterSecs?: number }): void {
+    this.#rateLimit = { left: opts.count ?? 1, ...(opts.retryAfterSecs !== undefined ? { retryAfterSecs: opts.retryAfterSecs } : {}) };
   }
 
   /** The next TaskExecStdioRead stream (of `descriptor`, when given) is reset (RST_STREAM) after sending `bytes` bytes. */
@@ -127,11 +130,12 @@ export class Faults {
     return true;
   }
 
-  /** Seconds to tell the client to wait, when this SandboxCreate is to be rate limited. */
-  takeRateLimit(): number | undefined {
+  /** Whether this SandboxCreate is to be rate limited, and the seconds to tell the client to wait, if any. */
+  takeRateLimit(): { retryAfterSecs?: number } | undefined {
     if (this.#rateLimit.left <= 0) return undefined;
     this.#rateLimit.left--;
-    return this.#rateLimit.retryAfterSecs;
+    const secs = this.#rateLimit.retryAfterSecs;
+    return secs !== undefined ? { retryAfterSecs: secs } : {};
   }
 
   /** The cut this read takes, if one is armed for its stream; the read is logged in stdioReads either way. */

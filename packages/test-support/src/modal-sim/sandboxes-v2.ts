@@ -18,8 +18,8 @@ export interface SandboxV2Deps {
   routerTokens: RouterTokens;
   routerUrl: () => string;
   secretEnv: SecretEnv;
-  /** RESOURCE_EXHAUSTED with a retry hint, as SandboxCreate answers when rate limited. */
-  rateLimited: (retryAfterSecs: number) => RpcError;
+  /** RESOURCE_EXHAUSTED (with a retry hint if given), as SandboxCreate answers when rate limited. */
+  rateLimited: (retryAfterSecs?: number) => RpcError;
 }
 
 export function sandboxV2Methods(table: MethodTable, deps: SandboxV2Deps): void {
@@ -29,8 +29,8 @@ export function sandboxV2Methods(table: MethodTable, deps: SandboxV2Deps): void 
   table.unary(
     'SandboxCreateV2',
     (req) => {
-      const retryAfter = faults.takeRateLimit();
-      if (retryAfter !== undefined) throw deps.rateLimited(retryAfter);
+      const limited = faults.takeRateLimit();
+      if (limited) throw deps.rateLimited(limited.retryAfterSecs);
       const sourceEnv = resolveSecretSources(req.secret_sources, deps.secretEnv);
       const { sandbox_id } = sandboxes.create(req, faults.takeFetchSpecFailure(), { version: 2, sourceEnv });
       return { sandbox_id, metadata: { app_id: String(req.app_id ?? '') } };
