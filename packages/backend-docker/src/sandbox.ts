@@ -101,6 +101,8 @@ export class DockerSandbox implements SandboxTransport {
     // Before any pull: an engine without the NVIDIA runtime would run the task without its GPUs.
     await this.#gpus.require(this.#spec.resources.gpus ?? 0, this.#ctx('start'));
     await this.#ensureImage(ctx);
+    // The image is there (pulled, found present, or built): the engine's pull is over.
+    ctx.progress({ reached: 'pulled' });
     await this.#fillImageMounts(ctx);
     ctx.progress({ phase: 'starting', status: 'creating container' });
     await this.#createAndRun(ctx);
@@ -191,6 +193,7 @@ export class DockerSandbox implements SandboxTransport {
         },
         ...(network === 'none' ? { NetworkDisabled: true } : {}),
       });
+      ctx.progress({ reached: 'accepted' });
       if (networkSwitch && offline) await this.setNetwork('none');
       throwIfAborted(ctx.signal, this.#ctx('start'));
       await this.#container.start();
@@ -207,6 +210,7 @@ export class DockerSandbox implements SandboxTransport {
             .slice(-500)}`,
         });
       }
+      ctx.progress({ reached: 'running' });
     } catch (error) {
       // Deterministic refusals first: the engine reports some of them as 500s.
       throw startRefusal(error, this.#ctx('start'), this.#image.original) ?? mapDaemonError(error, this.#ctx('start')) ?? error;

@@ -98,6 +98,7 @@ describe('the kit records a start', () => {
     expect(env.startTimings?.marks.firstCommand).toBeUndefined();
     await env.exec('true');
     const after = env.startTimings!;
+    expect(after.marks.requested).toBe(0);
     expect(told.at(-1)).toBe('firstCommand');
     expect(after.marks.firstCommand!).toBeGreaterThanOrEqual(after.marks.running!);
     await env.exec('true');

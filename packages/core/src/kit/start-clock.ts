@@ -24,8 +24,8 @@ export class StartClock {
     if (this.#marks) return;
     this.#requestedAt = Date.now();
     this.#t0 = performance.now();
-    this.#marks = {};
-    this.reach('requested');
+    this.#marks = { requested: 0 };
+    if (this.#events.listenerCount('reached') > 0) this.#events.emit('reached', 'requested', this.timings!);
   }
 
   /** A mark reached; again, or before begin(): ignored. `firstCommand` counts only once the sandbox ran. */
