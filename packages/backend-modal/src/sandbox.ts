@@ -15,6 +15,7 @@ import {
   type SnapshotContext,
   type SnapshotImage,
 } from '@berth/core/backend-kit';
+import { whileThrottled } from './create-throttle.js';
 import { BACKEND, IDENTITY } from './credentials.js';
 import { ModalProcess } from './exec-process.js';
 import { gpuConfig } from './gpu.js';
@@ -138,6 +139,8 @@ export class ModalSandbox implements SandboxTransport {
         sandboxApiFor(this.#shared.sandboxApi, spec),
         { appId, definition, tags: ctx.labels, env: spec.env, ...(options.environmentName ? { environmentName: options.environmentName } : {}) },
         ctx.signal,
+        // A rate limit is told to the creation limiter and waited out within the start's deadline.
+        whileThrottled(ctx),
       );
       this.#sandboxId = created.sandboxId;
       ctx.progress({ reached: 'accepted' });
