@@ -83,6 +83,8 @@ export class PodInformer {
       settle = res;
       reject = rej;
     });
+    // Its failure is the caller's when it awaits it, not an unhandled rejection before it does.
+    outcome.catch(() => undefined);
     let done = false;
     const finish = (then: () => void) => {
       if (done) return;
