@@ -4,6 +4,8 @@
 // that one task's teardown rejects without asking the engine for anything, so its container really
 // stays; report.json must count it and name it, report.html and `berth report` must say so, and a
 // task whose image cannot be pulled must not count as created. The test removes the container.
+// The normal run's starts are timed too: report.json's startPhases, report.html's table and
+// `berth report`'s (issue 31).
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -108,6 +110,20 @@ describe('sandbox accounting of a normal Docker run', () => {
     expect(report.attempts).toBe(3);
     expect(report.sandboxes).toEqual({ created: 3, removed: 3, notRemoved: [] });
     for (const id of made) expect(await exists(id), id).toBe(false);
+
+    // Each attempt's start timed (issue 31): report.json's startPhases counts the three starts in every
+    // phase Docker reports but the first command, which the container killed right after its start
+    // never ran; report.html and `berth report` show them.
+    const phases = report.startPhases?.docker;
+    for (const phase of ['admitted', 'pulled', 'accepted', 'running'] as const) expect(phases?.[phase]?.count, phase).toBe(3);
+    expect(phases?.firstCommand?.count).toBe(2);
+    expect(Object.keys(phases ?? {})).toEqual(['admitted', 'accepted', 'pulled', 'running', 'firstCommand']);
+    const html = renderReportHtml(await loadJob(jobDir));
+    expect(html).toContain('<tr data-backend="docker" data-phase="pulled">');
+    expect(html).toContain(`<span data-metric="startPhases.docker.running.p95">${phases!.running!.p95}</span>`);
+    const shown = await berth(['report', jobDir, '--no-html']);
+    expect(shown.stdout).toMatch(/\nsandbox start phases\nBACKEND +PHASE +STARTS +P50 +P95 +P99 +TIME\ndocker +admitted +3 +/);
+    expect(shown.stdout).toMatch(/\ndocker +firstCommand +2 +\S+ (ms|s) +\S+ (ms|s) +\S+ (ms|s) +until the first command started\n/);
   }, 180_000);
 });
 

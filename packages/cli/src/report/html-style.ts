@@ -135,6 +135,10 @@ ${outcomeRules}
 .leaks th{color:var(--muted);font-weight:600;white-space:nowrap}
 .leaks .num{text-align:right}
 .leak-error{font-family:var(--mono);font-size:12px;width:55%}
+.phases{width:100%;border-collapse:collapse;font-size:13px}
+.phases th,.phases td{text-align:left;padding:5px 14px 5px 0;border-bottom:1px solid var(--line)}
+.phases th{color:var(--muted);font-weight:600;white-space:nowrap}
+.phases .num{text-align:right}
 footer{color:var(--faint);font-size:12px;margin-top:8px}
 @media (max-width:920px){.headline{grid-template-columns:1fr}.tl{--label:130px;--result:120px}.frow{grid-template-columns:1fr 100px 60px}.ftype-tasks,.fhead span:nth-child(3){display:none}}
 `;

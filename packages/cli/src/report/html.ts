@@ -6,6 +6,7 @@ import { reportData } from './html-data.js';
 import { renderFailures } from './html-failures.js';
 import { renderCounts, renderHeader, renderHeadline } from './html-headline.js';
 import { renderSandboxesLeft } from './html-sandboxes.js';
+import { renderStartPhases } from './start-phases.js';
 import { REPORT_SCRIPT } from './html-script.js';
 import { REPORT_CSS } from './html-style.js';
 import { renderTimeline } from './html-timeline.js';
@@ -23,7 +24,7 @@ function contentSecurityPolicy(script: string): string {
 /**
  * report.html for a finished job: one self-contained file (styles, script and data inline; no
  * fonts, images or requests) that shows coverage and validity first, then any sandbox the run
- * could not remove, then every attempt on a timeline, then the failures with their cause chains. Numbers from report.json carry
+ * could not remove, then the counts and how long sandbox starts took per phase, then every attempt on a timeline, then the failures with their cause chains. Numbers from report.json carry
  * data-metric="<path>"; the job's data is embedded as JSON in #berth-report-data.
  */
 export function renderReportHtml(job: JobData): string {
@@ -44,6 +45,7 @@ ${renderHeader(job)}
 ${renderHeadline(job)}
 ${renderSandboxesLeft(job)}
 ${renderCounts(job)}
+${renderStartPhases(job)}
 ${renderTimeline(job)}
 ${renderFailures(job)}
 <footer>Written by berth from report.json and each attempt's result.json. The data behind this page is embedded in it as JSON (#berth-report-data).</footer>

@@ -3,6 +3,7 @@ import { paint, type Paint } from './ansi.js';
 import { formatDuration } from '../duration.js';
 import { formatRatio, formatReward, formatTimestamp, humanize, printable } from './format.js';
 import { sandboxLines } from './sandbox-lines.js';
+import { startPhaseLines } from './start-phases.js';
 import { taskTable } from './task-table.js';
 import { alignRows, type TextRow } from './text-table.js';
 
@@ -28,6 +29,7 @@ export function renderSummary(job: JobData, opts: SummaryOptions = {}): string {
     scores(job, p),
     accounting(job, p),
     sandboxes(job, p),
+    startPhaseLines(job, p),
     failures(job, p),
     slowest(job, p),
     taskTable(job, p, opts.taskRows),
