@@ -5,7 +5,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { PassThrough, Transform, type Writable } from 'node:stream';
-import type { ProcessRequest, SandboxProcess, SandboxStatus, SandboxTransport } from '../../src/kit/transport.js';
+import type { CreateContext, ProcessRequest, SandboxProcess, SandboxStatus, SandboxTransport } from '../../src/kit/transport.js';
 
 export interface LocalFaults {
   /** Stop forwarding stdin after this many bytes (and close it), like a connection that drops the rest. */
@@ -33,7 +33,7 @@ export class LocalTransport implements SandboxTransport {
     this.faults = faults;
   }
 
-  async create(): Promise<void> {}
+  async create(_ctx?: CreateContext): Promise<void> {}
 
   async inspect(): Promise<SandboxStatus> {
     return this.faults.running === false ? { running: false, reason: 'stopped by the test' } : { running: true };
