@@ -273,3 +273,9 @@ EOF
 chmod 600 "$KUBE_STATE/berth.kubeconfig"
 
 log "ready: $API (kubeconfigs: $KUBE_STATE/admin.kubeconfig, $KUBE_STATE/berth.kubeconfig for namespace berth-test), node $NODE"
+
+# The scale test bed: a second control plane on loopback with 1,000 fake nodes run by kwok
+# (test/kube/scale/README.md). BERTH_SKIP_SCALE=1 leaves it out.
+if [ "${BERTH_SKIP_SCALE:-0}" != 1 ]; then
+  bash "$HERE/scale/setup.sh"
+fi

@@ -122,7 +122,7 @@ percentageOfNodesToScore: 10
 EOF
 start scheduler "$KUBE" scheduler --config "$SCALE_STATE/scheduler.yaml" \
   --authentication-kubeconfig "$SCALE_STATE/scheduler.kubeconfig" --authorization-kubeconfig "$SCALE_STATE/scheduler.kubeconfig" \
-  --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT"
+  --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --tls-cert-file "$PKI/serving.crt" --tls-private-key-file "$PKI/serving.key"
 
 # kwok: the nodes' kubelets. Its configuration is the whole of it (kwok.yaml: no defaults apply).
 # Its kubelet API (exec) on 127.0.0.1:$KWOK_PORT, every node's address, with this bed's serving cert.
@@ -133,6 +133,8 @@ sed "s#/var/lib/berth-kube-scale#$SCALE_STATE#g" "$HERE/kwok.yaml" >"$SCALE_STAT
 start kwok "$SCALE_STATE/kwok" -v WARN -c "$SCALE_STATE/kwok.yaml" --kubeconfig "$SCALE_STATE/admin.kubeconfig" \
   --node-ip 127.0.0.1 --node-port "$KWOK_PORT" --server-address "127.0.0.1:$KWOK_PORT" \
   --tls-cert-file "$PKI/serving.crt" --tls-private-key-file "$PKI/serving.key"
+wait_for kwok 300 curl -sf --cacert "$PKI/ca.crt" "https://127.0.0.1:$KWOK_PORT/healthz"
+wait_for scheduler 300 curl -sf --cacert "$PKI/ca.crt" "https://127.0.0.1:$SCHEDULER_PORT/healthz"
 
 # --- the nodes: made Ready by kwok (no taint: see the API server above) -------------------------
 # Both an InternalIP and a Hostname address: kwok's stages fill in a missing one and lose the other.
