@@ -12,6 +12,12 @@ stop_pid() {
   kill -9 "$pid" 2>/dev/null
   rm -f "$pidfile"
 }
+# Commands kwok runs for exec and that never ended (stdin never reaches its end there: README.md).
+# Only if the recorded PID is still kwok (a stale PID file could name anything).
+kwok_pid=$(cat "$SCALE_STATE/kwok.pid" 2>/dev/null)
+if [ -n "$kwok_pid" ] && [ "$(readlink -f "/proc/$kwok_pid/exe")" = "$(readlink -f "$SCALE_STATE/kwok")" ]; then
+  for child in $(ps -o pid= --ppid "$kwok_pid"); do kill -9 "$child" 2>/dev/null; done
+fi
 for name in kwok scheduler apiserver etcd; do
   stop_pid "$name"
 done
