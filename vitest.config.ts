@@ -26,5 +26,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Tests that measure memory (the scale test's heap per handle) collect garbage first.
+    execArgv: ['--expose-gc'],
   },
 });

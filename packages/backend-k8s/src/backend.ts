@@ -58,7 +58,7 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
   let pullSecrets: PullSecrets | undefined;
   const network = new PodNetwork(cluster, options);
   const informer = new PodInformer(cluster);
-  const removals = new CreationLimiter(options.removal ?? { maxConcurrent: 16, perSecond: 50 });
+  const removals = new CreationLimiter(options.removal ?? { maxConcurrent: 64 });
   const images = (spec: EnvironmentSpec) => {
     const image = spec.image;
     return podImages(spec, isBuiltImage(image) ? undefined : image, options, (pullSecrets ??= new PullSecrets(cluster())));
@@ -147,7 +147,9 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
       capabilities: { ...CAPABILITIES, imageBuild: options.builder !== undefined, ...networkCapabilities(options) },
       hints: HINTS,
       options,
-      defaultCreation: { maxConcurrent: 16, perSecond: 20 },
+      // Enough starts in flight to keep a cluster's scheduler busy (its rate, not berth's, is the limit);
+      // no fixed rate: a 429 from the API server's priority and fairness slows the limiter instead.
+      defaultCreation: { maxConcurrent: 128 },
       transfers: 'exec',
       target: () => `${cluster().server} namespace ${cluster().namespace}`,
       // Built JS of this package (from src/ and dist/ alike): the guardian process cannot run TypeScript.

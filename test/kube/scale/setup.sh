@@ -129,7 +129,15 @@ start scheduler "$KUBE" scheduler --config "$SCALE_STATE/scheduler.yaml" \
 # Warnings only: at INFO it logs a line for every status it writes.
 mkdir -p "$SCALE_STATE/exec"
 chown 65534:65534 "$SCALE_STATE/exec"
-sed "s#/var/lib/berth-kube-scale#$SCALE_STATE#g" "$HERE/kwok.yaml" >"$SCALE_STATE/kwok.yaml"
+sed "s#/var/lib/berth-kube-scale#$SCALE_STATE#g" "$HERE/kwok.yaml" >"$SCALE_STATE/kwok.yaml.new"
+# A kwok running an older configuration is restarted with this one.
+if running kwok && ! cmp -s "$SCALE_STATE/kwok.yaml.new" "$SCALE_STATE/kwok.yaml"; then
+  log "restarting kwok: its configuration changed"
+  pid=$(cat "$SCALE_STATE/kwok.pid")
+  kill "$pid"
+  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+fi
+mv "$SCALE_STATE/kwok.yaml.new" "$SCALE_STATE/kwok.yaml"
 start kwok "$SCALE_STATE/kwok" -v WARN -c "$SCALE_STATE/kwok.yaml" --kubeconfig "$SCALE_STATE/admin.kubeconfig" \
   --node-ip 127.0.0.1 --node-port "$KWOK_PORT" --server-address "127.0.0.1:$KWOK_PORT" \
   --tls-cert-file "$PKI/serving.crt" --tls-private-key-file "$PKI/serving.key"
