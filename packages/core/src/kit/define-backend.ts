@@ -26,7 +26,7 @@ import { Sweep, type SweepTarget } from './sweep-rule.js';
 import type { TransferMode } from './transfers.js';
 import type { SandboxTransport } from './transport.js';
 
-/** Removals a sweep runs at once. */
+/** Removals a sweep runs at once unless the backend says otherwise. */
 const SWEEP_CONCURRENCY = 16;
 
 /** One resource a backend manages, as its API lists it: the sweep loop decides whether it goes. */
@@ -63,12 +63,8 @@ export interface BackendDefinition {
   checkSpec?(spec: EnvironmentSpec | undefined): Promise<PreflightCheck[]>;
   /** berth's resources (LABEL_MANAGED; LABEL_SESSION when given), for the sweep. May throw: sweep rejects with it. */
   listManaged(opts: { session?: string }): Promise<ManagedResource[]>;
-  /**
-   * Removes at once everything of one owner's (its session and pid), where the engine can in one
-   * request (a guardian sweeping 10,000 sandboxes of a dead process); returns the names removed.
-   * The sweep then lists and removes what is left one by one. Omitted: one by one only.
-   */
-  removeOwned?(owner: { session: string; pid: number; host: string }): Promise<string[]>;
+  /** Removals a sweep (and so a guardian) runs at once; default 16. An API server takes more than Docker's engine does. */
+  sweepConcurrency?: number;
   /**
    * How a guardian process reaches the engine to sweep this process's resources after it died
    * (called once, at the first sandbox). Omitted: this backend has no guardian.
@@ -151,17 +147,13 @@ export function defineBackend<Extra extends object = object>(def: BackendDefinit
 
   const sweep = async (opts: SweepOptions = {}): Promise<SweepReport> => {
     const run = new Sweep(def.name, opts);
-    if (def.removeOwned && opts.session && opts.ownedBy && !opts.dryRun) {
-      // A failed bulk removal is not the sweep's end: the one-by-one pass below reports each failure.
-      run.report.removed.push(...(await def.removeOwned({ session: opts.session, ...opts.ownedBy }).catch(() => [])));
-    }
     const orphans = (await def.listManaged(opts.session ? { session: opts.session } : {})).filter((r) => run.isOrphan(r.labels, r.createdAtMs));
     // A few removals at once: one at a time, 10,000 sandboxes take minutes on any engine.
     let next = 0;
     const worker = async () => {
       while (next < orphans.length) await run.remove(orphans[next++]!);
     };
-    await Promise.all(Array.from({ length: Math.min(SWEEP_CONCURRENCY, orphans.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(def.sweepConcurrency ?? SWEEP_CONCURRENCY, orphans.length) }, worker));
     return run.report;
   };
 
