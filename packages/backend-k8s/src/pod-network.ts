@@ -117,16 +117,7 @@ export class PodNetwork {
     });
     await this.label(pod, 'none');
     if (!reached) {
-      throw new ConfigError({
-        operation: 'start',
-        backend: BACKEND,
-        environmentId,
-        path: 'options.networkPolicy.probe',
-        ...PROBE_FIX(
-          (fix) =>
-            `a public pod cannot reach ${this.#describeTarget()} within ${this.#waitMs} ms, so whether NetworkPolicy is enforced cannot be checked from inside: ${fix}`,
-        ),
-      });
+      throw this.#unreachable(environmentId);
     }
     if (!(await this.#await(pod, 'blocked', environmentId, signal))) throw this.#didNotHold('none', environmentId);
   }
@@ -214,16 +205,7 @@ export class PodNetwork {
       if (i === 2) throw this.#didNotHold(mode, environmentId);
       if (want === 'reached') {
         if (i === 1) await this.label(pod, mode); // back to 'none' before giving up
-        throw new ConfigError({
-          operation: 'start',
-          backend: BACKEND,
-          environmentId,
-          path: 'options.networkPolicy.probe',
-          ...PROBE_FIX(
-            (fix) =>
-              `a public pod cannot reach ${this.#describeTarget()} within ${this.#waitMs} ms, so whether NetworkPolicy is enforced cannot be checked from inside: ${fix}`,
-          ),
-        });
+        throw this.#unreachable(environmentId);
       }
       // Still reaching it under the deny-all policy: nothing enforces it.
       if (mode === 'public') await this.label(pod, mode);
@@ -244,6 +226,20 @@ export class PodNetwork {
       if (Date.now() >= deadline) return false;
       await sleep(POLL_MS);
     }
+  }
+
+  /** A public pod cannot reach the probe address: nothing to prove enforcement with. */
+  #unreachable(environmentId: string): ConfigError {
+    return new ConfigError({
+      operation: 'start',
+      backend: BACKEND,
+      environmentId,
+      path: 'options.networkPolicy.probe',
+      ...PROBE_FIX(
+        (fix) =>
+          `a public pod cannot reach ${this.#describeTarget()} within ${this.#waitMs} ms, so whether NetworkPolicy is enforced cannot be checked from inside: ${fix}`,
+      ),
+    });
   }
 
   #notEnforced(environmentId: string): CapabilityError {

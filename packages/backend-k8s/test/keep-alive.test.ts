@@ -1,39 +1,23 @@
 // API calls on kept-alive connections, counted for real: a TCP relay in front of the test cluster's
 // API server counts the connections (TLS passes through it untouched, so the client checks the
 // server's certificate as usual).
-import { createConnection, createServer, type AddressInfo, type Server } from 'node:net';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { keepConnectionsAlive } from '../src/keep-alive-agent.js';
 import { BERTH_KUBECONFIG, NAMESPACE } from '@berth/test-support/kube-cluster';
+import { countingRelay, type CountingRelay } from '@berth/test-support/counting-relay';
 
-const servers: Server[] = [];
+const relays: CountingRelay[] = [];
 afterAll(() => {
-  for (const s of servers) s.close();
+  for (const r of relays) r.close();
 });
 
-/** A relay to the API server on a loopback port, and how many connections it took. */
-async function countingRelay(): Promise<{ port: number; connections: () => number; peak: () => number }> {
-  let connections = 0;
-  let open = 0;
-  let peak = 0;
-  const server = createServer((client) => {
-    connections++;
-    peak = Math.max(peak, ++open);
-    client.once('close', () => open--);
-    const upstream = createConnection({ host: '127.0.0.1', port: 6443 });
-    client.pipe(upstream).pipe(client);
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { port: (server.address() as AddressInfo).port, connections: () => connections, peak: () => peak };
+/** A relay to the test cluster's API server, closed after the file. */
+async function countingRelayToApi(): Promise<CountingRelay> {
+  const relay = await countingRelay({ host: '127.0.0.1', port: 6443 });
+  relays.push(relay);
+  return relay;
 }
 
 /** The berth kubeconfig, its server moved to the relay (127.0.0.1 is in the API server's certificate). */
@@ -47,12 +31,12 @@ function kubeconfigVia(port: number): KubeConfig {
 
 describe('k8s API calls on kept-alive connections', () => {
   it('ten sequential calls take one connection (client-node alone takes ten)', async () => {
-    const plain = await countingRelay();
+    const plain = await countingRelayToApi();
     const api = kubeconfigVia(plain.port).makeApiClient(CoreV1Api);
     for (let i = 0; i < 10; i++) await api.listNamespacedPod({ namespace: NAMESPACE, limit: 1 });
     expect(plain.connections(), 'client-node 1.4 without the fix: one connection per call').toBe(10);
 
-    const kept = await countingRelay();
+    const kept = await countingRelayToApi();
     const kc = kubeconfigVia(kept.port);
     const close = keepConnectionsAlive(kc);
     const keptApi = kc.makeApiClient(CoreV1Api);
@@ -62,7 +46,7 @@ describe('k8s API calls on kept-alive connections', () => {
   });
 
   it("the backend's own calls share connections: a start, commands and a teardown open few besides the exec sockets", async () => {
-    const relay = await countingRelay();
+    const relay = await countingRelayToApi();
     const backend = createK8sBackend({
       kubeconfig: kubeconfigVia(relay.port),
       namespace: NAMESPACE,
@@ -79,7 +63,7 @@ describe('k8s API calls on kept-alive connections', () => {
   }, 60_000);
 
   it('24 starts and teardowns at once share one pod watch: the connections stay a small constant, not one per start', async () => {
-    const relay = await countingRelay();
+    const relay = await countingRelayToApi();
     const backend = createK8sBackend({
       kubeconfig: kubeconfigVia(relay.port),
       namespace: NAMESPACE,
@@ -94,7 +78,7 @@ describe('k8s API calls on kept-alive connections', () => {
   }, 120_000);
 
   it("starts on network 'none' cost no connection more than starts on 'public' once the node is proved: no exec per pod", async () => {
-    const relay = await countingRelay();
+    const relay = await countingRelayToApi();
     const backend = createK8sBackend({
       kubeconfig: kubeconfigVia(relay.port),
       namespace: NAMESPACE,

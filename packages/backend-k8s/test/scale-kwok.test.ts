@@ -5,44 +5,21 @@
 // nothing is left. Network 'none' here is declared enforced (kwok cannot run a probe: its exec
 // answers 500 for a non-zero exit), so the per-node proof is proved on the real test cluster
 // instead (network.test.ts, keep-alive.test.ts).
-import { createConnection, createServer, type AddressInfo, type Server } from 'node:net';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SESSION_ID, type Environment } from '@berth/core';
 import { createK8sBackend } from '@berth/backend-k8s';
+import { countingRelay, type CountingRelay } from '@berth/test-support/counting-relay';
 import { kwokCluster } from '@berth/test-support/kwok-cluster';
 
 const SANDBOXES = Number(process.env.BERTH_SCALE_SANDBOXES ?? 2000);
 /** Every fourth on network 'none'. */
 const NONE_EVERY = 4;
 
-const servers: Server[] = [];
+const relays: CountingRelay[] = [];
 afterAll(() => {
-  for (const s of servers) s.close();
+  for (const r of relays) r.close();
 });
-
-/** A TCP relay before the API server: connections made, and the most open at once. */
-async function countingRelay(target: URL): Promise<{ port: number; connections: () => number; peak: () => number }> {
-  let connections = 0;
-  let open = 0;
-  let peak = 0;
-  const server = createServer((client) => {
-    connections++;
-    peak = Math.max(peak, ++open);
-    client.once('close', () => open--);
-    const upstream = createConnection({ host: target.hostname, port: Number(target.port) });
-    client.pipe(upstream).pipe(client);
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { port: (server.address() as AddressInfo).port, connections: () => connections, peak: () => peak };
-}
 
 describe('k8s at scale on 1,000 fake nodes (kwok)', () => {
   it(`${SANDBOXES} sandboxes at once: all start, constant requests and connections, little heap per handle, quick sweep, nothing left`, {
@@ -51,7 +28,9 @@ describe('k8s at scale on 1,000 fake nodes (kwok)', () => {
     const bed = await kwokCluster();
     const kc = new KubeConfig();
     kc.loadFromFile(bed.berthKubeconfig);
-    const relay = await countingRelay(new URL(kc.getCurrentCluster()!.server));
+    const api = new URL(kc.getCurrentCluster()!.server);
+    const relay = await countingRelay({ host: api.hostname, port: Number(api.port) });
+    relays.push(relay);
     kc.clusters = kc.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${relay.port}` }));
     // Every API request asks the kubeconfig for its credentials once (watches through applyToFetchOptions).
     let requests = 0;
