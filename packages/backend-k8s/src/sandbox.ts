@@ -1,17 +1,5 @@
+import { ConfigError, SandboxLostError, describeImage, isBuiltImage, type EnvironmentSpec, type ImageAuth, type Operation } from '@berth/core';
 import {
-  ConfigError,
-  ImagePullError,
-  SandboxLostError,
-  TaskFailure,
-  describeImage,
-  isBuiltImage,
-  remedied,
-  type EnvironmentSpec,
-  type ImageAuth,
-  type Operation,
-} from '@berth/core';
-import {
-  pullFailure,
   retryIdempotent,
   type CreationLimiter,
   throwIfAborted,
@@ -26,22 +14,18 @@ import { BACKEND, type Cluster } from './cluster.js';
 import { spawnExec } from './exec-socket.js';
 import { apiMessage, idempotent, mapApiError, statusOf, transientAnswer } from './k8s-errors.js';
 import type { K8sBackendOptions } from './options.js';
-import { podLifetime, podManifest } from './pod-manifest.js';
+import { CONTAINER, podManifest } from './pod-manifest.js';
 import type { PodNetwork } from './pod-network.js';
 import { acquirePullSecrets, manifestMounts, withMain, type PodImages } from './pod-images.js';
-import { everyPullWithoutSecret, pullMessage, unreadSecrets } from './pull-events.js';
-import { missingSecrets } from './pull-secrets.js';
-import { podEvents, podReport } from './pod-report.js';
+import { unreadSecrets } from './pull-events.js';
+import { podEvents } from './pod-report.js';
 import type { PodInformer, WatchOutcome } from './pod-informer.js';
 import { liveState, startState, type StartState } from './pod-status.js';
-import { CONTAINER } from './pod-manifest.js';
-import { startupProbeFound } from './network-probe.js';
+import { refuseMissingSecrets, SECRET_LAG_MS, startFailure, type FailedStart } from './start-failure.js';
 
 const GONE_WAIT_MS = 30_000;
 /** A create the API server throttled (429) is tried again more patiently than one that failed. */
 const THROTTLED_RETRIES = { attempts: 10, initialMs: 500, maxMs: 10_000, maxRetryAfterMs: 30_000 } as const;
-/** How long a start waits for the kubelet to pull again after it could not read berth's pull Secret: two back-offs. */
-const SECRET_LAG_MS = 45_000;
 
 /** What the pods of one backend instance share. */
 export interface PodShared {
@@ -284,7 +268,10 @@ export class K8sSandbox implements SandboxTransport {
       if (state.kind === 'pull_failed' && patientUntil === 0) {
         const unread = unreadSecrets(await podEvents(this.#cluster, this.#id), [...this.#images.pullSecrets, ...this.#secrets]);
         if (unread.length > 0) {
-          await this.#refuseMissing(unread.filter((name) => !this.#secrets.includes(name)));
+          await refuseMissingSecrets(
+            this.#failedStart(),
+            unread.filter((name) => !this.#secrets.includes(name)),
+          );
           this.#unread = unread;
           patientUntil = Date.now() + SECRET_LAG_MS;
           pending = this.#informer.follow(this.#id, this.#decideStart(ctx, patientUntil), ctx.signal, { read: true }).outcome;
@@ -295,110 +282,28 @@ export class K8sSandbox implements SandboxTransport {
     }
   }
 
-  /**
-   * A pull secret the pod names that does not exist: the kubelet will never read it, so waiting
-   * for its next pull is pointless and "unauthorized" would blame the registry. Named ones only
-   * (berth's own exist until the pod is gone).
-   */
-  async #refuseMissing(named: readonly string[]): Promise<void> {
-    const missing = await missingSecrets(this.#cluster, named).catch((error: unknown) => {
-      throw mapApiError(error, this.#ctx('start')) ?? error;
-    });
-    if (missing.length === 0) return;
-    const image = this.#spec.image;
-    const mainNames = typeof image === 'object' && 'ref' in image && image.auth && 'secretName' in image.auth ? image.auth.secretName : undefined;
-    const path = this.#options.imagePullSecrets?.includes(missing[0]!)
-      ? 'options.imagePullSecrets'
-      : mainNames === missing[0]
-        ? 'spec.image.auth.secretName'
-        : 'spec.mounts';
-    throw new ConfigError({
-      ...this.#ctx('start'),
-      path,
-      message: `the pull secret${missing.length > 1 ? 's' : ''} ${missing.map((n) => `"${n}"`).join(', ')} ${missing.length > 1 ? 'do' : 'does'} not exist in namespace ${this.#cluster.namespace}: create it (kubectl create secret docker-registry ...) or name one that exists`,
-    });
-  }
-
   /** What a start ends with, once the pod's status has decided it. */
   async #decide(pod: V1Pod, state: StartState): Promise<void> {
-    switch (state.kind) {
-      case 'running':
-        this.#started = { uid: state.uid, restarts: state.restarts };
-        return;
-      case 'pull_failed': {
-        const events = await podEvents(this.#cluster, this.#id);
-        const failing = this.#images.mounts.find((m) => m.image.canonical === state.image)?.image ?? this.#images.main?.image;
-        if (everyPullWithoutSecret(events, this.#unread)) {
-          // Still without the Secret after the wait: the kubelet's trouble, not the credential's; a new pod may fare better.
-          throw new ImagePullError({
-            ...this.#ctx('pull'),
-            image: failing?.original ?? '?',
-            reason: 'transient',
-            message: `pulling ${failing?.original ?? '?'} failed: the kubelet could not read the pull Secret (${this.#unread.join(', ')}) for ${SECRET_LAG_MS / 1000} s and pulled without it: ${pullMessage(events, state.message)}`,
-            cause: podReport(this.#id, pod, events),
-          });
-        }
-        throw pullFailure(pullMessage(events, state.message), {
-          ...this.#ctx('pull'),
-          image: failing?.original ?? '?',
-          hadCredentials: this.#hadCredentials,
-          credentialsHint: remedied(
-            'image-auth-pull-secret',
-            'pass spec.image.auth, or name a pull secret (spec.image.auth.secretName or options.imagePullSecrets)',
-          ),
-          cause: podReport(this.#id, pod, events),
-        });
-      }
-      case 'mount_failed': {
-        const mount = this.#images.mounts[state.index];
-        throw new ConfigError({
-          ...this.#ctx('start'),
-          path: `spec.mounts`,
-          message: `the image mount of ${mount?.image.original ?? '?'}${mount?.subpath ? ` (subpath ${mount.subpath})` : ''} at ${mount?.target ?? '?'} could not be copied: ${state.message} (berth copies it with the image's own /bin/sh and cp)`,
-          cause: podReport(this.#id, pod, await podEvents(this.#cluster, this.#id)),
-        });
-      }
-      case 'config_failed':
-        throw new ConfigError({
-          ...this.#ctx('start'),
-          path: 'spec',
-          message: `the pod cannot start its container (${state.reason}): ${state.message}`,
-          cause: podReport(this.#id, pod, await podEvents(this.#cluster, this.#id)),
-        });
-      case 'ended':
-        if (state.reason === 'DeadlineExceeded') throw await this.#deadlineBeforeRunning(pod);
-        if (this.#probed) await this.#refuseUnprobed(pod);
-        throw new ConfigError({
-          ...this.#ctx('start'),
-          path: 'spec.image',
-          message: `the pod ended right after starting (${state.reason}: ${state.message}): berth needs /bin/sh in the image`,
-          cause: podReport(this.#id, pod, await podEvents(this.#cluster, this.#id)),
-        });
+    if (state.kind === 'waiting') throw new Error('unreachable: a start decides on anything but waiting');
+    if (state.kind === 'running') {
+      this.#started = { uid: state.uid, restarts: state.restarts };
+      return;
     }
+    throw await startFailure(pod, state, this.#failedStart());
   }
 
-  /** A pod on 'none' that ended before its startup probe passed: what the probe found, typed (see PodNetwork.startupFailure). */
-  async #refuseUnprobed(pod: V1Pod): Promise<void> {
-    const main = pod.status?.containerStatuses?.find((c) => c.name === CONTAINER);
-    if (main?.started) return;
-    const events = await podEvents(this.#cluster, this.#id);
-    const said = [...events.map((e) => e.message ?? ''), main?.state?.terminated?.message ?? ''];
-    const found = startupProbeFound(said);
-    if (found === undefined && !events.some((e) => /startup probe/i.test(e.message ?? ''))) return;
-    const error = this.#network.startupFailure(found, this.#node, this.#id);
-    throw Object.assign(error, { cause: podReport(this.#id, pod, events) });
-  }
-
-  /** activeDeadlineSeconds ran out before the pod was running: a lifetime shorter than the start took. */
-  async #deadlineBeforeRunning(pod: V1Pod): Promise<TaskFailure> {
-    const { ms, byDefault } = podLifetime(this.#spec, this.#options);
-    const whose = byDefault ? "the backend's defaultLifetimeMs (the spec sets no timeouts.lifetimeMs)" : "the spec's timeouts.lifetimeMs";
-    return new TaskFailure({
-      ...this.#ctx('start'),
-      kind: 'LifetimeExceeded',
-      message: `pod ${this.#id} reached its lifetime of ${ms} ms, ${whose}, before it was running: the cluster ended it (DeadlineExceeded); raise it above the time a start takes`,
-      cause: podReport(this.#id, pod, await podEvents(this.#cluster, this.#id)),
-    });
+  #failedStart(): FailedStart {
+    return {
+      cluster: this.#cluster,
+      options: this.#options,
+      network: this.#network,
+      images: this.#images,
+      id: this.#id,
+      spec: this.#spec,
+      node: this.#node,
+      unread: this.#unread,
+      hadCredentials: this.#hadCredentials,
+    };
   }
 
   async inspect(): Promise<SandboxStatus> {
