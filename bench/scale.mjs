@@ -3,7 +3,7 @@
 // on loopback whose 1,000 nodes are kwok's fakes; `bash test/setup/setup.sh` starts it). In one run:
 //   1. without berth: N bare pods created by client-node, CONCURRENCY at a time (the raw create
 //      rate), and the time until all are Running (watched): the cluster's own rate;
-//   2. berth, network 'public': N backend.start() at once (the kit's limiter at CONCURRENCY), the
+//   2. berth, network 'public': N backend.start() at once (the backend's default limits), the
 //      start rate (ratio against 1.'s Running rate), API connections (a TCP relay counts them),
 //      peak RSS per live sandbox, heap per handle, a dry-run sweep, teardown of all, and the start
 //      phases' p50/p95/p99 (Environment.startTimings);
@@ -20,6 +20,8 @@ import { createK8sBackend } from '@berth/backend-k8s';
 
 const N = Number(process.env.BENCH_SCALE_SANDBOXES ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_SCALE_CONCURRENCY ?? 256);
+// berth runs with the backend's defaults (128 starts in flight) unless BENCH_SCALE_BERTH_CONCURRENCY sets its creation limit.
+const CREATION = process.env.BENCH_SCALE_BERTH_CONCURRENCY ? { creation: { maxConcurrent: Number(process.env.BENCH_SCALE_BERTH_CONCURRENCY) } } : {};
 const STATE = process.env.BERTH_KUBE_SCALE_STATE ?? '/var/lib/berth-kube-scale';
 const NAMESPACE = 'berth-scale';
 const IMAGE = 'berth-test/busybox:latest';
@@ -118,7 +120,7 @@ async function withBerth(network) {
   kc.loadFromFile(berthKubeconfig);
   const r = await relay(new URL(kc.getCurrentCluster().server));
   kc.clusters = kc.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${r.port}` }));
-  const backend = createK8sBackend({ kubeconfig: kc, namespace: NAMESPACE, creation: { maxConcurrent: CONCURRENCY }, networkPolicy: { enforced: true } });
+  const backend = createK8sBackend({ kubeconfig: kc, namespace: NAMESPACE, ...CREATION, networkPolicy: { enforced: true } });
   globalThis.gc?.();
   const rssBefore = process.memoryUsage().rss;
   const heapBefore = process.memoryUsage().heapUsed;
@@ -177,7 +179,7 @@ async function killedRunner() {
 }
 
 if (process.argv[2] === '--hold') {
-  const backend = createK8sBackend({ kubeconfig: { file: berthKubeconfig }, namespace: NAMESPACE, creation: { maxConcurrent: CONCURRENCY } });
+  const backend = createK8sBackend({ kubeconfig: { file: berthKubeconfig }, namespace: NAMESPACE, ...CREATION });
   const envs = await Promise.allSettled(Array.from({ length: N }, () => backend.start({ image: IMAGE, network: 'public' })));
   process.stdout.write(`holding ${envs.filter((e) => e.status === 'fulfilled').length} session ${SESSION_ID}\n`);
   await new Promise(() => undefined);
@@ -188,10 +190,10 @@ const printPhases = (phases) => {
     console.log(`    ${phase.padEnd(13)} p50 ${st.p50.toFixed(0)} ms  p95 ${st.p95.toFixed(0)} ms  p99 ${st.p99.toFixed(0)} ms  (${st.count})`);
 };
 
-console.log(`scale bench: ${N} sandboxes, ${CONCURRENCY} at once, on 1,000 kwok nodes`);
+console.log(`scale bench: ${N} sandboxes on 1,000 kwok nodes; client-node ${CONCURRENCY} at once; berth ${CREATION.creation ? `${CREATION.creation.maxConcurrent} at once` : 'with its defaults'}`);
 const raw = await withoutBerth();
 console.log(
-  `without berth (client-node): creates ${raw.createPerS.toFixed(0)}/s; all Running after ${s(raw.runningMs)} (${raw.runningPerS.toFixed(0)}/s); deletecollection ${s(raw.deleteMs)}`,
+  `without berth (client-node): creates ${raw.createPerS.toFixed(0)}/s; all Running after ${s(raw.runningMs)} (${raw.runningPerS.toFixed(0)}/s); deleted one by one, ${CONCURRENCY} at once, in ${s(raw.deleteMs)}`,
 );
 for (const network of ['public', 'none']) {
   const b = await withBerth(network);

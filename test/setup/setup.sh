@@ -29,6 +29,8 @@ command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 # report.html is checked in a real headless browser; `script` (util-linux) gives the CLI tests a pty.
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 command -v script >/dev/null 2>&1 || need_pkgs+=(bsdutils)
+# The Docker bridge-limit test fills a bridge with veth pairs in a network namespace of its own.
+command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 # Modal's Python SDK runs against the Modal simulator in a venv (modal-sdk.sh); Debian's python3
 # makes venvs only with python3-venv (ensurepip's wheels).
 if [ "${BERTH_SKIP_MODAL_SDK:-0}" != 1 ]; then

@@ -20,6 +20,7 @@ import { imageMountsOf, LABEL_IMAGE_MOUNT } from './image-mounts.js';
 import { DockerSandbox, type DockerImageSource } from './sandbox.js';
 import { BACKEND, IDENTITY } from './identity.js';
 import { CAPABILITIES, HINTS, RENAMED } from './capabilities.js';
+import { DEFAULT_CREATION, removalLimiter } from './engine-limits.js';
 
 /** The Docker backend, as `createDockerBackend` makes it. */
 export type DockerBackend = DefinedBackend;
@@ -64,6 +65,8 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
   let builder: DockerImageBuilder | undefined;
   // Whether the engine has an NVIDIA runtime, asked once for every environment of this backend.
   const gpus = new GpuSupport(docker);
+  // Teardowns of every environment of this backend queue here, as creations queue in the kit's limiter.
+  const removals = removalLimiter();
   const capabilities = { ...CAPABILITIES, imageAuth: CAPABILITIES.imageAuth.filter((k) => k !== 'aws' || options.ecrLogin !== undefined) };
   const ctx = (operation: 'preflight' | 'sweep') => ({ operation, backend: BACKEND });
 
@@ -86,6 +89,7 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
     capabilities,
     hints: HINTS,
     options,
+    defaultCreation: DEFAULT_CREATION,
     transfers: options.transfers ?? 'native',
     target: () => engineAddress(options),
     // Built JS of this package (from src/ and dist/ alike): the guardian process cannot run TypeScript.
@@ -93,7 +97,7 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
       const { socketPath, host, port, protocol } = options;
       return { module: new URL('../dist/guardian.js', import.meta.url), config: { socketPath, host, port, protocol } };
     },
-    transport: (id, spec) => new DockerSandbox(docker(), options, id, spec, imageSource(spec), gpus, imageMountsOf(spec, options)),
+    transport: (id, spec) => new DockerSandbox(docker(), options, id, spec, imageSource(spec), gpus, removals, imageMountsOf(spec, options)),
     async checkApi() {
       try {
         const version = await docker().version();

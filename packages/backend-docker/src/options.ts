@@ -8,7 +8,7 @@ import {
 } from '@berth/core/backend-kit';
 
 /**
- * The common options (mirrors; creation, default no limit: the local engine copes; labels and
+ * The common options (mirrors; creation, default 16 at once: see engine-limits.ts; labels and
  * namePrefix on containers; dockerConfigEnv), pullPolicy, and where the engine is.
  */
 export interface DockerBackendOptions extends CommonBackendOptions, PullCredentialSources, PullPolicyOption {
@@ -28,6 +28,12 @@ export interface DockerBackendOptions extends CommonBackendOptions, PullCredenti
    * exec, the way backends without an archive API move them (the image then needs tar).
    */
   transfers?: TransferMode;
+  /**
+   * The bridge network a sandbox with network 'public' joins (one made with `docker network
+   * create`). Default: the engine's default bridge. One bridge holds about a thousand sandboxes
+   * (a Linux bridge's 1,023 ports): backend instances on bridges of their own hold more at once.
+   */
+  publicNetwork?: string;
 }
 
 /** Every option of createDockerBackend by name (unknown ones are refused); defaultLifetimeMs is refused by its own message. */
@@ -43,6 +49,7 @@ export const OPTION_NAMES: readonly string[] = [
     'protocol',
     'init',
     'transfers',
+    'publicNetwork',
   ),
   'defaultLifetimeMs',
 ];

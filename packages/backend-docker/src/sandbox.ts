@@ -11,6 +11,7 @@ import {
   type ArchiveTransport,
   type CreateContext,
   type CreateOutcome,
+  type CreationLimiter,
   type ProcessRequest,
   type ResolvedPull,
   type SandboxProcess,
@@ -28,6 +29,7 @@ import { dockerAuthConfig, imagePresent, pullImage } from './pull.js';
 import { gpuDeviceRequests, type GpuSupport } from './gpu.js';
 import { ImageMountVolumes, type DockerImageMount } from './image-mounts.js';
 import { commitSnapshot } from './snapshot.js';
+import { bridgeRefusal, publicNetworkName } from './bridge-limits.js';
 import { BACKEND, IDENTITY } from './identity.js';
 
 /** Where a sandbox's image comes from: a pull (resolvePull's) or a build. */
@@ -45,6 +47,8 @@ export class DockerSandbox implements SandboxTransport {
   readonly #source: DockerImageSource;
   readonly #gpus: GpuSupport;
   readonly #imageMounts: ImageMountVolumes;
+  /** The backend instance's queue for container removals (engine-limits.ts says why). */
+  readonly #removals: CreationLimiter;
   /** What the container runs: the pulled reference, or the build's tag once built. */
   #image: ImageRef;
   /** Whether a container may exist: only the create call makes one (pulls and builds make images). */
@@ -57,6 +61,7 @@ export class DockerSandbox implements SandboxTransport {
     spec: EnvironmentSpec,
     source: DockerImageSource,
     gpus: GpuSupport,
+    removals: CreationLimiter,
     imageMounts: readonly DockerImageMount[] = [],
   ) {
     this.#docker = docker;
@@ -65,6 +70,7 @@ export class DockerSandbox implements SandboxTransport {
     this.#spec = spec;
     this.#source = source;
     this.#gpus = gpus;
+    this.#removals = removals;
     this.#imageMounts = new ImageMountVolumes(docker, id, imageMounts);
     this.#image = source.kind === 'pull' ? source.image : parseImageRef(BUILD_REPOSITORY);
     const container = () => this.#container;
@@ -185,7 +191,7 @@ export class DockerSandbox implements SandboxTransport {
         Labels: { ...ctx.labels },
         HostConfig: {
           Init: this.#options.init ?? false,
-          ...(network === 'none' ? { NetworkMode: 'none' } : {}),
+          ...(network === 'none' ? { NetworkMode: 'none' } : this.#options.publicNetwork ? { NetworkMode: this.#options.publicNetwork } : {}),
           ...(resources.cpus ? { NanoCpus: Math.round(resources.cpus * 1e9) } : {}),
           ...(resources.memoryMb ? { Memory: resources.memoryMb * 1024 * 1024 } : {}),
           ...(resources.gpus ? { DeviceRequests: gpuDeviceRequests(resources.gpus) } : {}),
@@ -213,7 +219,12 @@ export class DockerSandbox implements SandboxTransport {
       ctx.progress({ reached: 'running' });
     } catch (error) {
       // Deterministic refusals first: the engine reports some of them as 500s.
-      throw startRefusal(error, this.#ctx('start'), this.#image.original) ?? mapDaemonError(error, this.#ctx('start')) ?? error;
+      throw (
+        startRefusal(error, this.#ctx('start'), this.#image.original) ??
+        bridgeRefusal(error, this.#ctx('start'), publicNetworkName(this.#options.publicNetwork)) ??
+        mapDaemonError(error, this.#ctx('start')) ??
+        error
+      );
     }
   }
 
@@ -257,7 +268,7 @@ export class DockerSandbox implements SandboxTransport {
 
   async remove(): Promise<void> {
     try {
-      await this.#container.remove({ force: true, v: true });
+      await this.#removals.run(() => this.#container.remove({ force: true, v: true }));
     } catch (error) {
       const status = statusOf(error);
       // Already gone, or already being removed: that is what teardown wants.
@@ -271,16 +282,17 @@ export class DockerSandbox implements SandboxTransport {
     }
   }
 
-  /** Joins or leaves the engine's default bridge; off it, the sandbox has loopback only. */
+  /** Joins or leaves the public bridge (options.publicNetwork, else the default one); off it, the sandbox has loopback only. */
   async setNetwork(mode: 'public' | 'none'): Promise<void> {
-    const bridge = this.#docker.getNetwork('bridge');
+    const name = publicNetworkName(this.#options.publicNetwork);
+    const bridge = this.#docker.getNetwork(name);
     try {
       if (mode === 'none') await bridge.disconnect({ Container: this.#id, Force: true });
       else await bridge.connect({ Container: this.#id });
     } catch (error) {
       // Already where it was asked to be: nothing to do.
       if (statusOf(error) === 403 && /already exists|is not connected/i.test(dockerMessage(error))) return;
-      throw mapDaemonError(error, this.#ctx('network')) ?? error;
+      throw bridgeRefusal(error, this.#ctx('network'), name) ?? mapDaemonError(error, this.#ctx('network')) ?? error;
     }
   }
 
