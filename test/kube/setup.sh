@@ -170,10 +170,11 @@ state = "/run/berth-containerd/state"
     endpoint = ["http://127.0.0.1:5000"]
 EOF
 # Pods on a host-only bridge: no route out but to the services' range (kube-proxy), no masquerading.
+# Pod addresses end at .250: .251-.254 are this machine's test addresses on the bridge (below).
 cat >"$KUBE_STATE/cni/net.d/10-berth.conflist" <<EOF
 { "cniVersion": "0.4.0", "name": "berth", "plugins": [
   { "type": "bridge", "bridge": "berth0", "isGateway": true, "ipMasq": false,
-    "ipam": { "type": "host-local", "ranges": [[{ "subnet": "10.244.0.0/24" }]], "routes": [{ "dst": "10.0.0.0/24" }] } },
+    "ipam": { "type": "host-local", "ranges": [[{ "subnet": "10.244.0.0/24", "rangeEnd": "10.244.0.250" }]], "routes": [{ "dst": "10.0.0.0/24" }] } },
   { "type": "portmap", "capabilities": { "portMappings": true } } ] }
 EOF
 # The bridge itself, made now rather than by the first pod: tests listen on its address (10.244.0.1)
@@ -182,6 +183,8 @@ if ! ip link show berth0 >/dev/null 2>&1; then
   ip link add berth0 type bridge
   ip addr add 10.244.0.1/24 dev berth0
 fi
+# A second address of this machine that pods reach, for allowlist tests (one address allowed, one not).
+ip -o addr show dev berth0 | grep -q ' 10.244.0.254/' || ip addr add 10.244.0.254/32 dev berth0
 ip link set berth0 up
 start containerd containerd --config "$CTRD/config.toml"
 wait_for containerd 30 ctr --address "$CTRD_SOCK" version

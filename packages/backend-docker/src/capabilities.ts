@@ -18,12 +18,18 @@ export const CAPABILITIES: Capabilities = {
   // Exec's Tty, sized by a resize right after the start (API 1.41 has no ConsoleSize on create).
   tty: true,
   networkSwitch: true,
+  networkAllowlist: false,
   // docker commit, paused; a local image swept like the containers.
   snapshot: true,
   resourceLimits: { cpus: true, memory: true, storage: false },
 };
 
 export const HINTS = {
+  // Egress allowlists come to this backend later (issue 32); Kubernetes enforces them now.
+  'network.allowlist': "berth does not enforce egress allowlists on Docker yet: run the task on Kubernetes, or with network 'public' or 'none'",
+  'network.allowlist.names': 'no egress allowlists here yet (see network.allowlist)',
+  'network.allowlist.wildcards': 'no egress allowlists here yet (see network.allowlist)',
+  'network.allowlist.connections': 'no egress allowlists here yet (see network.allowlist)',
   gpus: "install the NVIDIA Container Toolkit on the engine's host and register its runtime (nvidia-ctk runtime configure --runtime=docker, then restart dockerd), or set resources.gpus to 0",
   gpuTypes:
     "Docker's device requests take GPUs by count, not by model: leave resources.gpuTypes out to take any of the engine's GPUs, or run on Kubernetes or Modal",

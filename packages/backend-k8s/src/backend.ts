@@ -1,4 +1,4 @@
-import { describeImage, isBuiltImage, type EnvironmentSpec, type PreflightCheck } from '@berth/core';
+import { describeImage, isAllowlist, isBuiltImage, type EnvironmentSpec, type PreflightCheck } from '@berth/core';
 import {
   CreationLimiter,
   LABEL_MANAGED,
@@ -84,7 +84,7 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
       options,
     });
     checks.push(await checkNodes(cluster(), manifest));
-    if (input && (input.network === 'none' || input.networkSwitch)) {
+    if (input && (input.network === 'none' || isAllowlist(input.network) || input.networkSwitch)) {
       if (isBuiltImage(input.image) && network.verdict === undefined)
         checks.push({
           name: 'network-policy',

@@ -1,5 +1,6 @@
 import { remedied, type Capabilities, type CapabilityHints } from '@berth/core';
 import type { K8sBackendOptions } from './options.js';
+import { ALLOWLIST_ENFORCEMENT } from './egress-policy.js';
 
 // What this backend claims, what it says where it does not (CapabilityErrors and the README's
 // generated table), and the option names it renamed.
@@ -12,6 +13,8 @@ export const CAPABILITIES: Capabilities = {
   // cluster that does not enforce it is found out before any command runs (see the README).
   networkModes: ['public', 'none'],
   networkSwitch: true,
+  // Its own NetworkPolicy per pod: IP blocks, names resolved by berth (egress-policy.ts).
+  networkAllowlist: ALLOWLIST_ENFORCEMENT,
   imageAuth: ['basic', 'identityToken', 'secretName', 'dockerConfig', 'aws'],
   mounts: ['image', 'bind'],
   imageBuild: false,
@@ -34,6 +37,12 @@ export const HINTS = {
   network:
     "options.networkPolicy.enforced is false: run the task with network 'public', or enforce NetworkPolicy in the cluster and drop that option (see @berth/backend-k8s's README)",
   networkSwitch: "options.networkPolicy.enforced is false: run the whole task with network 'public'",
+  'network.allowlist':
+    "options.networkPolicy.enforced is false: run the task with network 'public', or enforce NetworkPolicy in the cluster and drop that option",
+  'network.allowlist.wildcards':
+    'NetworkPolicy allows IP blocks only, and berth resolves names to addresses for it: a wildcard names no address; list each hostname',
+  'network.allowlist.connections':
+    'the enforcer (kube-router, like most iptables-based ones) accepts established flows before the policy: connections opened before a switch run on',
   imageBuild: remedied(
     'builder',
     'pass options.builder (createRegistryImageBuilder from @berth/backend-docker builds with the local engine and pushes to a registry the cluster pulls from), or build and push the image and pass its reference',
@@ -41,10 +50,10 @@ export const HINTS = {
 } satisfies CapabilityHints;
 
 /** With options.networkPolicy.enforced false (a cluster said not to enforce NetworkPolicy), only 'public'. */
-export function networkCapabilities(options: K8sBackendOptions): Pick<Capabilities, 'networkModes' | 'networkSwitch'> {
+export function networkCapabilities(options: K8sBackendOptions): Pick<Capabilities, 'networkModes' | 'networkSwitch' | 'networkAllowlist'> {
   return options.networkPolicy?.enforced === false
-    ? { networkModes: ['public'], networkSwitch: false }
-    : { networkModes: CAPABILITIES.networkModes, networkSwitch: CAPABILITIES.networkSwitch };
+    ? { networkModes: ['public'], networkSwitch: false, networkAllowlist: false }
+    : { networkModes: CAPABILITIES.networkModes, networkSwitch: CAPABILITIES.networkSwitch, networkAllowlist: CAPABILITIES.networkAllowlist };
 }
 
 export const RENAMED = { preflightRegistries: 'probeRegistries (the same option on every backend)' };

@@ -42,10 +42,15 @@ export interface NetworkPolicyOptions {
   probe?: { host: string; port: number };
   /** How long a network change may take to hold inside the pod, in ms. Default 30 s. */
   waitMs?: number;
+  /**
+   * Resolves an allowlist's hostnames to the IPv4 addresses its policy allows, when the allowlist
+   * is applied (at start, at setNetwork). Default: the runner's resolver (getaddrinfo).
+   */
+  resolveHost?: (name: string) => Promise<readonly string[]>;
 }
 
 /**
- * The common options (mirrors; creation, default 16 at once and 20 per second; labels and
+ * The common options (mirrors; creation, default 128 starts in flight; labels and
  * namePrefix on pods; dockerConfigEnv), pullPolicy, probeRegistries, defaultLifetimeMs (the pod's
  * activeDeadlineSeconds when the spec sets no lifetime: default 24 h, false for none), and the
  * cluster's own.

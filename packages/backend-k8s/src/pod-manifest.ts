@@ -104,7 +104,8 @@ export function podManifest(input: PodInput): V1Pod {
     metadata: {
       name: input.name,
       namespace: input.namespace,
-      labels: { ...input.labels, [LABEL_NETWORK]: spec.network },
+      // An allowlist starts cut off, on 'none', until its own policy is made (PodNetwork.allow).
+      labels: { ...input.labels, [LABEL_NETWORK]: typeof spec.network === 'string' ? spec.network : 'none' },
       ...(Object.keys(annotations).length ? { annotations } : {}),
     },
     spec: {

@@ -1,7 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { V1Probe } from '@kubernetes/client-node';
-import { BackendUnavailableError, CapabilityError, ConfigError, remedied, type NetworkMode } from '@berth/core';
+import {
+  BackendUnavailableError,
+  CapabilityError,
+  ConfigError,
+  addressAllowed,
+  allowEntries,
+  describeNetwork,
+  isAllowlist,
+  remedied,
+  type NetworkAllowlist,
+  type NetworkMode,
+} from '@berth/core';
+import { ALLOW_LABEL, LABEL_EGRESS, allowedBlocks, applyEgressPolicy, egressPolicyManifest, systemResolver } from './egress-policy.js';
 import { BACKEND, type Cluster } from './cluster.js';
 import { idempotent } from './k8s-errors.js';
 import { NETWORK_POLICY, ensureNetworkPolicy } from './network-policy.js';
@@ -136,15 +148,50 @@ export class PodNetwork {
     return this.#didNotHold('none', environmentId);
   }
 
-  /** Sets the pod's network label (a JSON merge patch of that one label). */
+  /** Sets the pod's network label (a JSON merge patch of its labels): 'public', 'none', or 'allow' with the pod's own policy (see allow()). */
   async label(pod: string, mode: NetworkMode): Promise<void> {
     const { core, namespace } = this.#cluster();
+    const labels = isAllowlist(mode) ? { [LABEL_NETWORK]: ALLOW_LABEL, [LABEL_EGRESS]: pod } : { [LABEL_NETWORK]: mode };
     await idempotent(() =>
-      core.patchNamespacedPod(
-        { name: pod, namespace, body: { metadata: { labels: { [LABEL_NETWORK]: mode } } } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      ),
+      core.patchNamespacedPod({ name: pod, namespace, body: { metadata: { labels } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
     );
+  }
+
+  /**
+   * Puts a running pod under `allowlist` (see egress-policy.ts): its own policy made or replaced,
+   * then its label, then returns once it holds inside the pod. Enforcement not yet known is proved
+   * first, on 'none', as settle() does; the pod was started on 'none' unless it switches from 'public'.
+   */
+  async allow(pod: string, podUid: string, allowlist: NetworkAllowlist, blocks: readonly string[], environmentId: string, signal?: AbortSignal): Promise<void> {
+    if (this.#enforced === false) throw this.#notEnforced(environmentId);
+    if (this.#enforced === undefined) {
+      await this.label(pod, 'none');
+      await this.settle(pod, 'none', environmentId, signal);
+    }
+    const cluster = this.#cluster();
+    signal?.throwIfAborted();
+    await applyEgressPolicy(cluster, egressPolicyManifest({ namespace: cluster.namespace, pod, podUid, blocks, labels: this.#options.labels ?? {} }), signal);
+    await this.label(pod, allowlist);
+    // Checked against what the policy holds: its names as the addresses they resolved to.
+    await this.settle(pod, { allow: blocks }, environmentId, signal);
+  }
+
+  /** The IP blocks `allowlist` allows, its names resolved now (before a pod is made for it, so a name that does not resolve costs no pod). */
+  blocks(allowlist: NetworkAllowlist, environmentId: string): Promise<string[]> {
+    return allowedBlocks(allowlist, this.#options.networkPolicy?.resolveHost ?? systemResolver, environmentId);
+  }
+
+  /**
+   * What the probe address should see under `mode`: reached on 'public' and under an allowlist that
+   * lists it (options.networkPolicy.probe's host, or every address for the default, the API
+   * server's service, whose address the runner cannot know), blocked otherwise.
+   */
+  #expect(mode: NetworkMode): 'reached' | 'blocked' {
+    if (!isAllowlist(mode)) return mode === 'none' ? 'blocked' : 'reached';
+    const entries = allowEntries(mode);
+    const target = this.#target;
+    if (target) return addressAllowed(target.host, entries) ? 'reached' : 'blocked';
+    return entries.some((e) => e.kind === 'range' && e.prefix === 0) ? 'reached' : 'blocked';
   }
 
   /**
@@ -154,7 +201,7 @@ export class PodNetwork {
    */
   async settle(pod: string, mode: NetworkMode, environmentId: string, signal?: AbortSignal): Promise<void> {
     for (;;) {
-      if (this.#enforced === undefined) {
+      if (this.#enforced === undefined && !isAllowlist(mode)) {
         const proof = this.#prove(pod, mode, environmentId, signal);
         this.#enforced = proof;
         try {
@@ -181,7 +228,7 @@ export class PodNetwork {
         continue;
       }
       if (outcome.verdict === false) throw this.#notEnforced(environmentId);
-      if (!(await this.#await(pod, mode === 'none' ? 'blocked' : 'reached', environmentId, signal))) throw this.#didNotHold(mode, environmentId);
+      if (!(await this.#await(pod, this.#expect(mode), environmentId, signal))) throw this.#didNotHold(mode, environmentId);
       return;
     }
   }
@@ -253,12 +300,12 @@ export class PodNetwork {
   }
 
   #didNotHold(mode: NetworkMode, environmentId: string): BackendUnavailableError {
-    const what = mode === 'none' ? `cut off from ${this.#describeTarget()}` : `reaching ${this.#describeTarget()}`;
+    const what = this.#expect(mode) === 'blocked' ? `cut off from ${this.#describeTarget()}` : `reaching ${this.#describeTarget()}`;
     return new BackendUnavailableError({
       operation: 'network',
       backend: BACKEND,
       environmentId,
-      message: `the pod was not ${what} within ${this.#waitMs} ms of its ${LABEL_NETWORK} label becoming '${mode}': the cluster's NetworkPolicy enforcer is slow or failing`,
+      message: `the pod was not ${what} within ${this.#waitMs} ms of its ${LABEL_NETWORK} label becoming '${isAllowlist(mode) ? ALLOW_LABEL : mode}' (network ${describeNetwork(mode)}): the cluster's NetworkPolicy enforcer is slow or failing`,
     });
   }
 

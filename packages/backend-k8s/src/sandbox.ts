@@ -1,4 +1,16 @@
-import { ConfigError, SandboxLostError, describeImage, isBuiltImage, type EnvironmentSpec, type ImageAuth, type Operation } from '@berth/core';
+import {
+  ConfigError,
+  SandboxLostError,
+  describeImage,
+  isAllowlist,
+  isBuiltImage,
+  type EnvironmentSpec,
+  type ImageAuth,
+  type NetworkAllowlist,
+  type NetworkMode,
+  type Operation,
+} from '@berth/core';
+import { deleteEgressPolicy } from './egress-policy.js';
 import {
   retryIdempotent,
   type CreationLimiter,
@@ -55,6 +67,8 @@ export class K8sSandbox implements SandboxTransport {
   #hadCredentials = false;
   /** The node the pod was bound to, once the watch said. */
   #node: string | undefined;
+  /** Whether an allowlist policy of the pod's own was made (removed at removal). */
+  #egressPolicy = false;
   /** Start phases already said (each once). */
   readonly #reached = new Set<'pulled' | 'running'>();
   /** A create still running (settles, never rejects): it may yet make a pod naming #secrets. */
@@ -105,6 +119,8 @@ export class K8sSandbox implements SandboxTransport {
     this.#hadCredentials = pullSecrets.length > 0;
     throwIfAborted(ctx.signal, this.#ctx('start'));
     if (this.#needsPolicy) await this.#networkCall('start', () => this.#network.prepare(this.#id, ctx.signal));
+    const network = this.#spec.network;
+    const blocks = isAllowlist(network) ? await this.#networkCall('start', () => this.#network.blocks(network, this.#id)) : [];
     const { policy } = main;
     const body = podManifest({
       name: this.#id,
@@ -138,6 +154,11 @@ export class K8sSandbox implements SandboxTransport {
       // Cut off, as the kubelet's startup probe saw; the node's positive control once per node.
       ctx.progress({ status: `network 'none' holds in the pod; proving the policy on node ${this.#node ?? '?'} if it is new` });
       if (this.#node) await this.#networkCall('start', () => this.#network.provedOnNode(this.#id, this.#node!, this.#id, ctx.signal));
+      if (isAllowlist(network)) {
+        // Started cut off; opened to the allowlist only now, by the pod's own policy.
+        ctx.progress({ status: `applying the allowlist (${network.allow.length} entries) and checking it holds in the pod` });
+        await this.#allow(network, blocks, 'start', ctx.signal);
+      }
       ctx.progress({ reached: 'network' });
     } else if (this.#needsPolicy) {
       ctx.progress({ status: `checking from inside that network '${this.#spec.network}' holds` });
@@ -146,9 +167,17 @@ export class K8sSandbox implements SandboxTransport {
     }
   }
 
-  /** Starting on 'none': the kubelet's startup probe checks it holds before the container counts as started. */
+  /** Starting on 'none' (an allowlist starts there too): the kubelet's startup probe checks it holds before the container counts as started. */
   get #probed(): boolean {
-    return this.#spec.network === 'none';
+    return this.#spec.network === 'none' || isAllowlist(this.#spec.network);
+  }
+
+  /** The pod's own egress policy for `allowlist`, then its label (see PodNetwork.allow); removed with the pod. */
+  async #allow(allowlist: NetworkAllowlist, blocks: readonly string[], operation: 'start' | 'network', signal?: AbortSignal): Promise<void> {
+    const uid = this.#started?.uid;
+    if (!uid) throw new Error('unreachable: an allowlist is applied to a running pod');
+    this.#egressPolicy = true;
+    await this.#networkCall(operation, () => this.#network.allow(this.#id, uid, allowlist, blocks, this.#id, signal));
   }
 
   async #createPod(body: V1Pod, ctx: CreateContext): Promise<void> {
@@ -179,13 +208,14 @@ export class K8sSandbox implements SandboxTransport {
     }
   }
 
-  /** Network 'none', or a switch later: the pod relies on the namespace's deny-all NetworkPolicy. */
+  /** Network 'none', an allowlist (which starts on 'none'), or a switch later: the pod relies on the namespace's deny-all NetworkPolicy. */
   get #needsPolicy(): boolean {
-    return this.#spec.network === 'none' || this.#spec.networkSwitch;
+    return this.#spec.network === 'none' || isAllowlist(this.#spec.network) || this.#spec.networkSwitch;
   }
 
-  /** Relabels the pod; returns once the new state holds inside it (see PodNetwork). */
-  async setNetwork(mode: 'public' | 'none'): Promise<void> {
+  /** Relabels the pod (an allowlist: its own policy first); returns once the new state holds inside it (see PodNetwork). */
+  async setNetwork(mode: NetworkMode): Promise<void> {
+    if (isAllowlist(mode)) return this.#allow(mode, await this.#networkCall('network', () => this.#network.blocks(mode, this.#id)), 'network');
     await this.#networkCall('network', async () => {
       await this.#network.label(this.#id, mode);
       await this.#network.settle(this.#id, mode, this.#id);
@@ -193,9 +223,9 @@ export class K8sSandbox implements SandboxTransport {
   }
 
   /** API failures of the network calls in berth's taxonomy; berth's own errors pass through. */
-  async #networkCall(operation: Operation, call: () => Promise<void>): Promise<void> {
+  async #networkCall<T>(operation: Operation, call: () => Promise<T>): Promise<T> {
     try {
-      await call();
+      return await call();
     } catch (error) {
       throw mapApiError(error, this.#ctx(operation), { podGone: operation === 'network' }) ?? error;
     }
@@ -320,6 +350,11 @@ export class K8sSandbox implements SandboxTransport {
 
   async remove(): Promise<void> {
     await this.#removals.run(() => this.#removePod());
+    // The cluster's garbage collector would remove it with its pod, later; this is the prompt way.
+    if (this.#egressPolicy)
+      await deleteEgressPolicy(this.#cluster, this.#id).catch((error: unknown) => {
+        throw mapApiError(error, this.#ctx('teardown')) ?? error;
+      });
     const creating = this.#creating;
     if (creating) {
       // A removal during the create (a start given up on): its pod may still be created, naming

@@ -11,6 +11,7 @@ export const CAPABILITIES: Capabilities = {
   networkModes: ['public', 'none'],
   // TaskSetNetworkAccess on the task's router, on a sandbox made with an allowlist policy (network-access.ts).
   networkSwitch: true,
+  networkAllowlist: false,
   imageAuth: ['basic', 'secretName', 'dockerConfig', 'aws'],
   mounts: [],
   // Through Modal's builder; COPY/ADD (the context upload) and multi-stage builds are refused at start.
@@ -25,6 +26,11 @@ export const CAPABILITIES: Capabilities = {
 };
 
 export const HINTS = {
+  // Egress allowlists come to this backend later (issue 32); Kubernetes enforces them now.
+  'network.allowlist': "berth does not enforce egress allowlists on Modal yet: run the task on Kubernetes, or with network 'public' or 'none'",
+  'network.allowlist.names': 'no egress allowlists here yet (see network.allowlist)',
+  'network.allowlist.wildcards': 'no egress allowlists here yet (see network.allowlist)',
+  'network.allowlist.connections': 'no egress allowlists here yet (see network.allowlist)',
   'mounts.bind': 'upload the files after start (env.uploadDir)',
   'mounts.image':
     "Modal mounts a whole built image into a running sandbox (Sandbox.mount_image), with no subpath and nothing in its API making it read-only, while berth's image mounts are read-only: bake the runtime into the task image instead (image.build: a Dockerfile FROM the task image that COPYs it in)",

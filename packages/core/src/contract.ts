@@ -3,6 +3,7 @@ import type { Hint, Remedy } from './errors/remedy.js';
 import type { BuildProgress } from './build-spec.js';
 import type { EnvironmentSpec, EnvironmentSpecInput, ImageAuth } from './spec.js';
 import type { StartMark, StartTimings } from './start-timings.js';
+import type { NetworkAllowlist } from './network-allowlist.js';
 
 export type { BuildProgress };
 
@@ -121,9 +122,34 @@ export interface EnvironmentEvents {
  * loopback (checked from inside: a TCP connect to a listener a public sandbox reaches fails, a DNS
  * lookup fails). How is the backend's affair: Docker and Modal take the interface away (a Modal
  * sandbox made to switch gets an empty outbound allowlist instead), Kubernetes labels the pod for a
- * deny-all NetworkPolicy the cluster must enforce.
+ * deny-all NetworkPolicy the cluster must enforce. `{ allow: [...] }`: an egress allowlist (see
+ * NetworkAllowlist), on backends whose `networkAllowlist` capability says how they enforce it.
  */
-export type NetworkMode = 'public' | 'none';
+export type NetworkMode = 'public' | 'none' | NetworkAllowlist;
+
+/**
+ * How a backend enforces an egress allowlist, entry kind by entry kind, so a user can tell what
+ * actually holds (Environment.networkEnforcement, the capability table):
+ * - `addresses`: IPv4 addresses and ranges. 'packet': every packet's destination address is checked
+ *   (any protocol, any port).
+ * - `names`: hostnames. 'resolved': resolved to addresses when the allowlist is applied and enforced
+ *   as addresses (so everything sharing an address is let through too, and a name whose addresses
+ *   change is stale until applied again); 'tls-sni': TLS connections whose server name matches (port
+ *   443 only); 'proxy': connections through an egress proxy that matches TLS SNI, HTTP Host and
+ *   CONNECT; false: names cannot be listed (refused before any I/O).
+ * - `wildcards`: whether `*.domain` entries can be listed.
+ * - `dns`: 'open' (any name resolves; only connections are filtered), 'allowed' (only allowed names
+ *   resolve), 'none' (no resolver is reachable: names must be resolved by berth).
+ * - `connections`: whether a switch ends connections the new network no longer allows ('ended') or
+ *   lets those already open run on ('kept').
+ */
+export interface AllowlistEnforcement {
+  addresses: 'packet';
+  names: 'resolved' | 'tls-sni' | 'proxy' | false;
+  wildcards: boolean;
+  dns: 'open' | 'allowed' | 'none';
+  connections: 'ended' | 'kept';
+}
 
 export interface Environment extends AsyncDisposable {
   readonly id: string;
@@ -139,6 +165,11 @@ export interface Environment extends AsyncDisposable {
   downloadDir(remoteDir: string, localDir: string, opts?: DownloadDirOptions): Promise<TransferStats>;
   /** The sandbox's network now: spec.network until setNetwork() changes it. */
   readonly network: NetworkMode;
+  /**
+   * How this sandbox's backend enforces an allowlist (see AllowlistEnforcement), and whether the
+   * sandbox can switch networks; `allowlist` is undefined on a backend that cannot enforce one.
+   */
+  readonly networkEnforcement: { allowlist: AllowlistEnforcement | undefined; switches: boolean };
   /**
    * When its start reached each mark (requested, admitted, accepted, scheduled, pulled, running,
    * network, firstCommand), in ms after start() was called; undefined before start(). A copy, kept
@@ -197,7 +228,9 @@ export interface Capabilities {
   gpus: boolean;
   /** Can it choose the GPU model (`resources.gpuTypes`, any of)? */
   gpuTypes: boolean;
-  networkModes: ReadonlyArray<NetworkMode>;
+  networkModes: ReadonlyArray<'public' | 'none'>;
+  /** How it enforces `network: { allow }` (see AllowlistEnforcement); false: it cannot, and such specs are refused. */
+  networkAllowlist: AllowlistEnforcement | false;
   /** Can a running sandbox's network be switched (spec.networkSwitch, Environment.setNetwork)? */
   networkSwitch: boolean;
   imageAuth: readonly ImageAuthKind[];
@@ -274,6 +307,10 @@ export type CapabilityHints = Partial<
     | 'gpuTypes'
     | 'network'
     | 'networkSwitch'
+    | 'network.allowlist'
+    | 'network.allowlist.names'
+    | 'network.allowlist.wildcards'
+    | 'network.allowlist.connections'
     | 'execUser'
     | 'tty'
     | 'resources.cpus'

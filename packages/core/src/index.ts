@@ -21,6 +21,7 @@ export {
   type ExecStdin,
   type ImageAuthKind,
   type NetworkMode,
+  type AllowlistEnforcement,
   type PoolEvents,
   type PoolOptions,
   type PoolStats,
@@ -36,8 +37,21 @@ export {
   type TransferStats,
 } from './contract.js';
 export {
+  type AllowEntry,
+  type NetworkAllowlist,
+  NetworkAllowlistSchema,
+  addressAllowed,
+  allowEntries,
+  describeNetwork,
+  isAllowlist,
+  nameAllowed,
+  parseAllowEntry,
+} from './network-allowlist.js';
+export {
   DEFAULT_STARTUP_MS,
   EnvironmentSpecSchema,
+  NetworkSchema,
+  sameNetwork,
   ImageAuthSchema,
   ImageInputSchema,
   MountSchema,

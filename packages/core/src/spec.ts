@@ -3,6 +3,7 @@ import { ImageBuildSchema, type ImageBuild } from './build-spec.js';
 import { ImageAuthSchema, type ImageAuth } from './image-auth.js';
 import { ConfigError } from './errors.js';
 import { registerSecret } from './redact.js';
+import { NetworkAllowlistSchema } from './network-allowlist.js';
 
 export { ImageAuthSchema, type ImageAuth };
 
@@ -82,11 +83,23 @@ export type Mount = z.infer<typeof MountSchema>;
 
 const labelKey = z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9._/-]{0,251}[A-Za-z0-9])?$/, 'label keys are letters, digits, ".", "_", "-", "/"');
 
+/** A sandbox's network: 'public', 'none' or an allowlist (spec.network, Environment.setNetwork). */
+export const NetworkSchema = z.union([z.enum(['public', 'none']), NetworkAllowlistSchema]);
+
+/** Whether two networks are the same (allowlists: the same entries, in any order). */
+export function sameNetwork(a: z.output<typeof NetworkSchema>, b: z.output<typeof NetworkSchema>): boolean {
+  if (typeof a === 'string' || typeof b === 'string') return a === b;
+  return a.allow.length === b.allow.length && a.allow.every((entry) => b.allow.includes(entry));
+}
+
 export const EnvironmentSpecSchema = z.strictObject({
   image: ImageInputSchema,
   resources: ResourcesSchema.default({}),
-  /** 'none' (the default): no packet enters or leaves the sandbox but on loopback (see NetworkMode); 'public': the backend's default network. */
-  network: z.enum(['public', 'none']).default('none'),
+  /**
+   * 'none' (the default): no packet enters or leaves the sandbox but on loopback (see NetworkMode);
+   * 'public': the backend's default network; `{ allow: [...] }`: only to what it lists (see NetworkAllowlist).
+   */
+  network: NetworkSchema.default('none'),
   /** Allow setNetwork() on the running sandbox (backends with the networkSwitch capability). */
   networkSwitch: z.boolean().default(false),
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are [A-Za-z_][A-Za-z0-9_]*'), z.string()).default({}),
@@ -143,10 +156,30 @@ const AUTH_SHAPES =
 const typeName = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
 
 /** What to say of an issue the schema's own words would leave vague, and where it is. */
+const NETWORK_SHAPES = "'none', 'public' or { allow: [...] } (hostnames, *.domain wildcards, IPv4 addresses, IPv4 CIDR ranges)";
+
+/** spec.network's problems: an allowlist entry by its index and what is wrong with it, else the shapes it takes. */
+function networkIssue(issue: z.core.$ZodIssue, input: unknown): { path: string; message: string } {
+  const entry = issue.code === 'invalid_union' ? issue.errors.flat().find((i) => i.code === 'custom') : issue.code === 'custom' ? issue : undefined;
+  if (entry) {
+    const index = entry.path[entry.path.length - 1];
+    return { path: `spec.network.allow[${String(index)}]`, message: `spec.${entry.message}` };
+  }
+  const network = input !== null && typeof input === 'object' ? (input as Record<string, unknown>).network : undefined;
+  const got =
+    typeof network === 'string'
+      ? `'${network}'`
+      : network !== null && typeof network === 'object'
+        ? `keys ${Object.keys(network).join(', ') || '(none)'}`
+        : typeName(network);
+  return { path: 'spec.network', message: `spec.network is ${NETWORK_SHAPES}; got ${got}` };
+}
+
 function describeIssue(issue: z.core.$ZodIssue, input: unknown): { path: string; message: string } {
   const at = issue.path.length ? `spec.${issue.path.join('.')}` : 'spec';
   const image = input !== null && typeof input === 'object' ? (input as Record<string, unknown>).image : undefined;
   if (issue.path[0] === 'image' && issue.path[1] === 'build') return { path: at, message: `${at} ${issue.message}` };
+  if (issue.path[0] === 'network') return networkIssue(issue, input);
   if (issue.path.join('.') !== 'image') return { path: at, message: `${at}: ${issue.message}` };
   if (image === undefined) {
     return {

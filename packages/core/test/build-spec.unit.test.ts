@@ -64,6 +64,7 @@ describe('spec: image { build }', () => {
       gpuTypes: false,
       networkModes: ['none', 'public'],
       networkSwitch: false,
+      networkAllowlist: false,
       imageAuth: [],
       mounts: [],
       imageBuild: false,

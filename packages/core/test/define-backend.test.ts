@@ -15,6 +15,7 @@ const CAPABILITIES: Capabilities = {
   gpuTypes: false,
   networkModes: ['public', 'none'],
   networkSwitch: false,
+  networkAllowlist: false,
   imageAuth: [],
   mounts: [],
   imageBuild: false,

@@ -176,6 +176,7 @@ describe('capability refusals', () => {
     mounts: ['bind'],
     resourceLimits: { cpus: true, memory: true, storage: false },
     networkSwitch: false,
+    networkAllowlist: false,
     imageBuild: false,
     execUser: false,
     tty: false,

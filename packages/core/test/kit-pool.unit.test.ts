@@ -13,6 +13,7 @@ const CAPABILITIES: Capabilities = {
   gpuTypes: false,
   networkModes: ['public', 'none'],
   networkSwitch: false,
+  networkAllowlist: false,
   imageAuth: [],
   mounts: [],
   imageBuild: false,

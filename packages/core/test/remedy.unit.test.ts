@@ -16,6 +16,7 @@ const CAPABILITIES: Capabilities = {
   gpuTypes: false,
   networkModes: ['public'],
   networkSwitch: false,
+  networkAllowlist: false,
   imageAuth: ['basic'],
   mounts: [],
   imageBuild: false,

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StartupTimeoutError, type Environment } from '@berth/core';
+import { StartupTimeoutError, sameNetwork, type Environment } from '@berth/core';
 import type { HarborHealthcheck, HarborNetwork, HarborTask } from './task.js';
 
 // What harbor does to a sandbox around the agent and the verifier, besides running them.
@@ -75,7 +75,7 @@ export async function awaitHealthy(env: Environment, check: HarborHealthcheck, s
  * around the agent's run and the verifier's). A sandbox that never switches is left alone.
  */
 export async function onNetwork<T>(env: Environment, task: HarborTask, mode: HarborNetwork, work: () => Promise<T>): Promise<T> {
-  if (mode === env.network) return work();
+  if (sameNetwork(mode, env.network)) return work();
   await env.setNetwork(mode);
   try {
     return await work();

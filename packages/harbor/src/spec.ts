@@ -1,4 +1,4 @@
-import { CapabilityError, DEFAULT_BUILD_TIMEOUT_MS, type Backend, type EnvironmentSpecInput } from '@berth/core';
+import { CapabilityError, DEFAULT_BUILD_TIMEOUT_MS, sameNetwork, type Backend, type EnvironmentSpecInput } from '@berth/core';
 import { resolveEnv, type HostEnv } from './env-template.js';
 import { LABEL_TASK, taskLabelValue } from './labels.js';
 import type { HarborNetwork, HarborTask, HarborVerifierEnvironment } from './task.js';
@@ -61,9 +61,9 @@ function merge(base: EnvironmentSpecInput, extra: Partial<EnvironmentSpecInput>)
 export function switchesNetwork(task: HarborTask): boolean {
   const { environment, agent, verifier } = task.network;
   // A multi-step task's phases are its steps' (each verified in the agent's sandbox).
-  if (task.steps) return task.steps.some((step) => step.network.agent !== environment || step.network.verifier !== environment);
+  if (task.steps) return task.steps.some((step) => !sameNetwork(step.network.agent, environment) || !sameNetwork(step.network.verifier, environment));
   // A separate verifier has a sandbox of its own, made on its network.
-  return agent !== environment || (task.verifierEnvironment === undefined && verifier !== environment);
+  return !sameNetwork(agent, environment) || (task.verifierEnvironment === undefined && !sameNetwork(verifier, environment));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { CapabilityError } from '@berth/core';
+import { CapabilityError, NetworkAllowlistSchema, parseAllowEntry } from '@berth/core';
 import {
   DEFAULT_BUILD_TIMEOUT_SEC,
   type HarborArtifact,
@@ -16,18 +16,31 @@ function unsupported(file: string, capability: string, message: string): Capabil
   return new CapabilityError({ operation: 'config', capability, message: `${file}: ${message}` });
 }
 
-/** `allowed_hosts` without "allowlist" is harbor's error too; "allowlist" itself berth cannot enforce. */
-export function refusePhaseNetwork(file: string, field: string, mode: string | undefined, hosts: readonly string[] | undefined): void {
-  if (hosts !== undefined && mode !== 'allowlist') {
+/**
+ * One table's network, as harbor reads it: `network_mode` ("public", "no-network" as 'none', or
+ * "allowlist" with `allowed_hosts`: an allowlist, each entry checked as harbor does), else
+ * `fallback`. `allowed_hosts` without "allowlist" is harbor's error too (a baseline table's empty
+ * list is let through, as harbor does). Whether a backend can enforce the allowlist is its
+ * capability's business, refused by name when the spec is made.
+ */
+export function phaseNetwork(
+  file: string,
+  field: string,
+  table: { network_mode?: string | undefined; allowed_hosts?: readonly string[] | undefined },
+  fallback: HarborNetwork,
+  baseline = false,
+): HarborNetwork {
+  const { network_mode: mode, allowed_hosts: hosts } = table;
+  if (hosts !== undefined && mode !== 'allowlist' && !(baseline && hosts.length === 0)) {
     throw fieldError(file, `${field}.allowed_hosts`, `is only valid with ${field}.network_mode = "allowlist" (harbor refuses it too)`);
   }
-  if (mode === 'allowlist') {
-    throw unsupported(
-      file,
-      'network.allowlist',
-      `${field}.network_mode = "allowlist" limits the network to named hosts, which berth cannot enforce; use "public" or "no-network" (running it fully open or fully closed would change the task)`,
-    );
-  }
+  if (mode === undefined) return fallback;
+  if (mode !== 'allowlist') return mode === 'public' ? 'public' : 'none';
+  (hosts ?? []).forEach((entry, index) => {
+    const parsed = parseAllowEntry(entry);
+    if ('problem' in parsed) throw fieldError(file, `${field}.allowed_hosts[${index}]`, parsed.problem);
+  });
+  return NetworkAllowlistSchema.parse({ allow: hosts ?? [] });
 }
 
 /**
@@ -37,17 +50,15 @@ export function refusePhaseNetwork(file: string, field: string, mode: string | u
  */
 export function phaseNetworks(file: string, toml: TaskToml, separate?: EnvironmentTable): HarborTask['network'] {
   const env = toml.environment;
-  const check = (field: string, mode: string | undefined, hosts: readonly string[] | undefined) => refusePhaseNetwork(file, field, mode, hosts);
-  check('environment', env.network_mode, env.allowed_hosts);
-  check('agent', toml.agent.network_mode, toml.agent.allowed_hosts);
-  check('verifier', toml.verifier.network_mode, toml.verifier.allowed_hosts);
-  if (separate) check('verifier.environment', separate.network_mode, separate.allowed_hosts);
-  const mode = (m: string | undefined, fallback: HarborNetwork): HarborNetwork => (m === undefined ? fallback : m === 'public' ? 'public' : 'none');
-  const baselineOf = (table: EnvironmentTable) => mode(table.network_mode, table.allow_internet === false ? 'none' : 'public');
-  const baseline = baselineOf(env);
+  const baselineOf = (field: string, table: EnvironmentTable) => phaseNetwork(file, field, table, table.allow_internet === false ? 'none' : 'public', true);
+  const baseline = baselineOf('environment', env);
   // A separate verifier's phase falls back on its own sandbox's network, not the agent's.
-  const verifierBaseline = separate ? baselineOf(separate) : baseline;
-  return { environment: baseline, agent: mode(toml.agent.network_mode, baseline), verifier: mode(toml.verifier.network_mode, verifierBaseline) };
+  const verifierBaseline = separate ? baselineOf('verifier.environment', separate) : baseline;
+  return {
+    environment: baseline,
+    agent: phaseNetwork(file, 'agent', toml.agent, baseline),
+    verifier: phaseNetwork(file, 'verifier', toml.verifier, verifierBaseline),
+  };
 }
 
 /** What no berth backend runs, in `[environment]` or `[verifier.environment]`. */

@@ -2,9 +2,9 @@ import { join } from 'node:path';
 import { ConfigError } from '@berth/core';
 import { checkVariables, type HostEnv } from './env-template.js';
 import { kindOf } from './path-kind.js';
-import { DEFAULT_VERIFIER_TIMEOUT_SEC, type HarborNetwork, type HarborStep, type HarborTask, type HarborTaskProblem } from './task.js';
+import { DEFAULT_VERIFIER_TIMEOUT_SEC, type HarborStep, type HarborTask, type HarborTaskProblem } from './task.js';
 import { scriptProblems } from './task-preflight.js';
-import { artifactsOf, healthcheckOf, refuseArtifactServices, refusePhaseNetwork } from './task-semantics.js';
+import { artifactsOf, healthcheckOf, phaseNetwork, refuseArtifactServices } from './task-semantics.js';
 import { fieldError, likelyMeant, unknownFields, type StepToml, type TaskToml } from './task-toml.js';
 import { collectCommandsOf } from './verifier-collect.js';
 
@@ -37,8 +37,6 @@ function checkName(file: string, names: Set<string>, name: string, i: number): v
  */
 function refuseStep(file: string, toml: TaskToml, step: StepToml, i: number): void {
   const at = `steps[${i}]`;
-  refusePhaseNetwork(file, `${at}.agent`, step.agent.network_mode, step.agent.allowed_hosts);
-  refusePhaseNetwork(file, `${at}.verifier`, step.verifier.network_mode, step.verifier.allowed_hosts);
   refuseArtifactServices(file, step.artifacts ?? [], `${at}.artifacts`);
   const v = step.verifier;
   if (v.environment_mode === 'shared' && v.environment !== undefined) {
@@ -62,8 +60,6 @@ function refuseStep(file: string, toml: TaskToml, step: StepToml, i: number): vo
     );
   }
 }
-
-const phase = (mode: string | undefined, fallback: HarborNetwork): HarborNetwork => (mode === undefined ? fallback : mode === 'public' ? 'public' : 'none');
 
 /** The step's directory, as harbor requires it: steps/<name>/instruction.md, and a test.sh of its own or the task's. */
 async function stepFiles(taskDir: string, step: StepToml, defaults: TaskDefaults) {
@@ -145,7 +141,10 @@ export async function stepsOf(
       ...(agentTimeoutSec !== undefined ? { agentTimeoutSec } : {}),
       verifierTimeoutSec: step.verifier.timeout_sec ?? DEFAULT_VERIFIER_TIMEOUT_SEC,
       users,
-      network: { agent: phase(step.agent.network_mode, defaults.network.agent), verifier: phase(step.verifier.network_mode, defaults.network.verifier) },
+      network: {
+        agent: phaseNetwork(file, `${at}.agent`, step.agent, defaults.network.agent),
+        verifier: phaseNetwork(file, `${at}.verifier`, step.verifier, defaults.network.verifier),
+      },
       verifierEnv,
       ...(healthcheck ? { healthcheck } : {}),
       ...(step.min_reward !== undefined ? { minReward: step.min_reward } : {}),

@@ -1,7 +1,8 @@
+import type { NetworkAllowlist } from '@berth/core';
 import type { HarborExceptionInfo } from './exception-info.js';
 
-/** A phase's network, as berth applies it: harbor's 'public', or 'no-network' as 'none'. */
-export type HarborNetwork = 'public' | 'none';
+/** A phase's network, as berth applies it: harbor's 'public', 'no-network' as 'none', or "allowlist" as `{ allow: allowed_hosts }`. */
+export type HarborNetwork = 'public' | 'none' | NetworkAllowlist;
 
 /** Harbor's `[environment.healthcheck]`: run until it passes before the agent starts. */
 export interface HarborHealthcheck {

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseToml } from 'smol-toml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BerthError, CapabilityError, ConfigError } from '@berth/core';
-import { loadHarborTask, parseSizeToMb, type HarborTask } from '@berth/harbor';
+import { loadHarborTask, parseSizeToMb, type HarborNetwork, type HarborTask } from '@berth/harbor';
 import { addStepInstructions } from './support.js';
 
 const CORPUS = fileURLToPath(new URL('../../../test/fixtures/harbor-corpus/', import.meta.url));
@@ -31,7 +31,9 @@ const REFUSED: Record<string, [type: 'ConfigError' | 'CapabilityError', field: s
 /** Fields that do not change what runs: accepted as harbor accepts them. */
 const INERT = [/^metadata(\.|$)/, /^task(\.|$)/, /^(version|schema_version|source)$/, /^(verifier\.)?environment\.os$/];
 
-const mode = (m: unknown) => (m === 'public' ? 'public' : 'none');
+/** harbor's network_mode as berth holds it: an allowlist is an object (its entries are checked in spec-and-reward's tests). */
+const mode = (m: unknown) => (m === 'public' ? 'public' : m === 'allowlist' ? 'allowlist' : 'none');
+const held = (n: HarborNetwork) => (typeof n === 'string' ? n : 'allowlist');
 
 /** One sandbox's settings as the loaded task holds them: the agent's, or a separate verifier's. */
 interface SandboxView {
@@ -42,7 +44,7 @@ interface SandboxView {
   workdir?: string;
   healthcheck?: HarborTask['healthcheck'];
   /** The network this sandbox's table gives; undefined where a phase's network_mode overrides it. */
-  baseline?: 'public' | 'none';
+  baseline?: HarborNetwork;
 }
 
 /** How a sandbox shows that a field of its table (`environment.*` or `verifier.environment.*`) was applied. */
@@ -81,9 +83,9 @@ function appliedToSandbox(key: string, sub: string | undefined, value: unknown, 
       // Any of them, with a count; without one harbor ignores them (a note says so).
       return (view.resources.gpus ?? 0) > 0 ? JSON.stringify(view.resources.gpuTypes ?? []) === JSON.stringify(value) : undefined;
     case 'allow_internet':
-      return table.network_mode === undefined && view.baseline ? view.baseline === (value ? 'public' : 'none') : true;
+      return table.network_mode === undefined && view.baseline ? held(view.baseline) === (value ? 'public' : 'none') : true;
     case 'network_mode':
-      return view.baseline ? view.baseline === mode(value) : true;
+      return view.baseline ? held(view.baseline) === mode(value) : true;
     case 'workdir':
       return view.workdir === value;
     default:

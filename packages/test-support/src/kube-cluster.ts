@@ -14,6 +14,8 @@ export const NAMESPACE = 'berth-test';
  * port in 30000-32767: kube-router lets pods reach node ports on the node whatever the policy.)
  */
 export const POD_BRIDGE_ADDRESS = '10.244.0.1';
+/** This machine's second address on the pods' bridge (no pod gets it: test/kube/setup.sh), for allowlists: one address allowed, the other not. */
+export const POD_BRIDGE_SECOND_ADDRESS = '10.244.0.254';
 const CTR = ['--address', '/run/berth-containerd/containerd.sock', '-n', 'k8s.io'];
 
 export const run = promisify(execFile);

@@ -3,6 +3,8 @@ import type { Capabilities, CapabilityHints, ExecOptions } from '../contract.js'
 export type { CapabilityHints };
 import { CapabilityError, hintRemedy, hintText, type Operation } from '../errors.js';
 import { isBuiltImage, type EnvironmentSpec } from '../spec.js';
+import { allowEntries, describeNetwork, isAllowlist } from '../network-allowlist.js';
+import type { NetworkMode } from '../contract.js';
 
 /**
  * For backends whose exec has no user (the execUser capability false): a command asked to run as
@@ -61,9 +63,7 @@ export function assertSupported(spec: EnvironmentSpec, capabilities: Capabilitie
       'leave resources.gpuTypes out to take any GPU, or use a backend that can choose',
     );
   }
-  if (!capabilities.networkModes.includes(spec.network)) {
-    throw refuse('network', `does not support network '${spec.network}'`, `use one of: ${capabilities.networkModes.join(', ')}`);
-  }
+  refuseNetwork(spec.network, capabilities, backend, hints, 'spec.network');
   if (spec.networkSwitch && !capabilities.networkSwitch) {
     throw refuse('networkSwitch', "cannot switch a running sandbox's network (spec.networkSwitch)", 'run the whole task with one network');
   }
@@ -74,5 +74,54 @@ export function assertSupported(spec: EnvironmentSpec, capabilities: Capabilitie
     if (!capabilities.mounts.includes(mount.type)) {
       throw refuse(`mounts.${mount.type}`, `cannot make ${mount.type} mounts (${mount.target})`, 'remove the mount or use a backend that supports it');
     }
+  }
+}
+
+/**
+ * A network the backend cannot enforce, refused by name before any I/O: a mode it lacks, an
+ * allowlist on a backend without the networkAllowlist capability, or entries of a kind its
+ * enforcement cannot hold (names, wildcards). `where` names the field: spec.network or setNetwork's mode.
+ */
+export function refuseNetwork(
+  network: NetworkMode,
+  capabilities: Pick<Capabilities, 'networkModes' | 'networkAllowlist'>,
+  backend: string,
+  hints: CapabilityHints = {},
+  where = 'spec.network',
+): void {
+  // What the backend says instead, under the capability's own name.
+  const refuse = (capability: 'network' | 'network.allowlist' | 'network.allowlist.names' | 'network.allowlist.wildcards', what: string, fallback: string) =>
+    new CapabilityError({
+      operation: 'config',
+      backend,
+      capability,
+      ...hintRemedy(hints[capability]),
+      message: `the ${backend} backend ${what} (${where}); ${hintText(hints[capability]) ?? fallback}`,
+    });
+  if (!isAllowlist(network)) {
+    if (!capabilities.networkModes.includes(network))
+      throw refuse('network', `does not support network ${describeNetwork(network)}`, `use one of: ${capabilities.networkModes.join(', ')}`);
+    return;
+  }
+  const enforcement = capabilities.networkAllowlist;
+  if (!enforcement) {
+    throw refuse('network.allowlist', 'cannot enforce an egress allowlist', `use network 'public' or 'none', or a backend that enforces allowlists`);
+  }
+  const entries = allowEntries(network);
+  const names = entries.filter((e) => e.kind === 'host' || e.kind === 'wildcard');
+  if (names.length > 0 && enforcement.names === false) {
+    throw refuse(
+      'network.allowlist.names',
+      `enforces allowlists by address only and cannot allow a hostname (${names.map((e) => (e.kind === 'host' ? e.host : `*.${e.suffix}`)).join(', ')})`,
+      'list the addresses or ranges instead',
+    );
+  }
+  const wildcards = entries.filter((e) => e.kind === 'wildcard');
+  if (wildcards.length > 0 && !enforcement.wildcards) {
+    throw refuse(
+      'network.allowlist.wildcards',
+      `cannot enforce wildcard entries (${wildcards.map((e) => (e.kind === 'wildcard' ? `*.${e.suffix}` : '')).join(', ')}): it ${enforcement.names === 'resolved' ? 'resolves names to addresses, and a wildcard has none' : 'matches exact names only'}`,
+      'list each hostname instead',
+    );
   }
 }

@@ -9,7 +9,7 @@ export interface CapabilitySource {
   hints?: CapabilityHints;
 }
 
-type Row = [what: string, claimed: (c: Capabilities) => boolean, hint: keyof CapabilityHints];
+type Row = [what: string, claimed: (c: Capabilities) => boolean, hint: keyof CapabilityHints | undefined, how?: (c: Capabilities) => string];
 
 const AUTH: ReadonlyArray<[ImageAuthKind, string]> = [
   ['basic', 'username / password'],
@@ -23,6 +23,25 @@ const ROWS: Row[] = [
   ['network `none`', (c) => c.networkModes.includes('none'), 'network'],
   ['network `public`', (c) => c.networkModes.includes('public'), 'network'],
   ['network switching (`setNetwork`, per-phase networks)', (c) => c.networkSwitch, 'networkSwitch'],
+  [
+    'egress allowlist (`network: { allow }`): addresses and IPv4 ranges',
+    (c) => c.networkAllowlist !== false,
+    'network.allowlist',
+    () => 'every packet, any port',
+  ],
+  [
+    'egress allowlist: hostnames',
+    (c) => c.networkAllowlist !== false && c.networkAllowlist.names !== false,
+    'network.allowlist.names',
+    (c) => NAMES[c.networkAllowlist ? String(c.networkAllowlist.names) : ''] ?? '',
+  ],
+  ['egress allowlist: `*.domain` wildcards', (c) => c.networkAllowlist !== false && c.networkAllowlist.wildcards, 'network.allowlist.wildcards'],
+  ['egress allowlist: DNS', (c) => c.networkAllowlist !== false, 'network.allowlist', (c) => DNS[c.networkAllowlist ? c.networkAllowlist.dns : 'none'] ?? ''],
+  [
+    'egress allowlist: a switch ends connections it no longer allows',
+    (c) => c.networkAllowlist !== false && c.networkAllowlist.connections === 'ended',
+    'network.allowlist.connections',
+  ],
   ['exec as another user (`opts.user`)', (c) => c.execUser, 'execUser'],
   ['a terminal for exec (`opts.tty`)', (c) => c.tty, 'tty'],
   ['GPUs (`resources.gpus`)', (c) => c.gpus, 'gpus'],
@@ -37,6 +56,13 @@ const ROWS: Row[] = [
   ...AUTH.map(([kind, words]): Row => [`registry auth: ${words}`, (c) => c.imageAuth.includes(kind), 'imageAuth']),
 ];
 
+const NAMES: Record<string, string> = {
+  resolved: 'resolved to addresses by berth when applied (all sharing an address pass)',
+  'tls-sni': 'by TLS server name (port 443 only)',
+  proxy: 'by an egress proxy (TLS SNI, HTTP Host, CONNECT)',
+};
+const DNS: Record<string, string> = { open: 'any name resolves', allowed: 'only allowed names resolve', none: 'no resolver' };
+
 const cell = (text: string) => text.replace(/\|/g, '\\|');
 
 /**
@@ -47,8 +73,9 @@ const cell = (text: string) => text.replace(/\|/g, '\\|');
 export function capabilityTable(backends: readonly CapabilitySource[]): string {
   const header = `| capability | ${backends.map((b) => b.name).join(' | ')} |`;
   const rule = `|---|${backends.map(() => '---').join('|')}|`;
-  const rows = ROWS.map(([what, claimed, hint]) => {
-    const cells = backends.map((b) => (claimed(b.capabilities) ? 'yes' : `no${b.hints?.[hint] ? `: ${hintText(b.hints[hint])}` : ''}`));
+  const rows = ROWS.map(([what, claimed, hint, how]) => {
+    const yes = (c: Capabilities) => (how?.(c) ? `yes: ${how(c)}` : 'yes');
+    const cells = backends.map((b) => (claimed(b.capabilities) ? yes(b.capabilities) : `no${hint && b.hints?.[hint] ? `: ${hintText(b.hints[hint])}` : ''}`));
     return `| ${what} | ${cells.map(cell).join(' | ')} |`;
   });
   return [header, rule, ...rows].join('\n');

@@ -9,6 +9,7 @@ import type {
   ExecOptions,
   ExecResult,
   NetworkMode,
+  AllowlistEnforcement,
   Snapshot,
   StartupEvent,
   TeardownResult,
@@ -20,7 +21,8 @@ import { NEVER_CREATED } from '../contract.js';
 import { LABEL_SNAPSHOT_OF, sandboxLabels } from '../labels.js';
 import { DEFAULT_BUILD_TIMEOUT_MS } from '../build-spec.js';
 import { DEFAULT_STARTUP_MS, isBuiltImage, type EnvironmentSpec } from '../spec.js';
-import { refuseExecTty, refuseExecUser, type CapabilityHints } from './capabilities.js';
+import { refuseExecTty, refuseExecUser, refuseNetwork, type CapabilityHints } from './capabilities.js';
+import { NetworkSchema, sameNetwork } from '../spec.js';
 import { throttledStatus, type CreationLimiter } from './creation-limiter.js';
 import { DOWNLOAD_DIR_OPTIONS, EXEC_OPTIONS, TRANSFER_OPTIONS } from './call-options.js';
 import { checkOptionNames } from './option-names.js';
@@ -52,7 +54,7 @@ export interface SandboxEnvironmentOptions {
    * claim (`opts.tty`, `opts.user` other than root) are refused with a CapabilityError. Omitted:
    * none of those is claimed.
    */
-  capabilities?: Partial<Pick<Capabilities, 'tty' | 'execUser' | 'snapshot'>>;
+  capabilities?: Partial<Pick<Capabilities, 'tty' | 'execUser' | 'snapshot' | 'networkModes' | 'networkAllowlist' | 'networkSwitch'>>;
   /** What the backend says instead of a capability it lacks (for snapshot's CapabilityError). */
   hints?: CapabilityHints;
   /** Called before each sandbox creation (defineBackend starts the backend's guardian at the first). */
@@ -368,7 +370,19 @@ export class SandboxEnvironment implements Environment {
   async setNetwork(mode: NetworkMode): Promise<void> {
     this.#usable('network');
     const ctx = this.#ctx('network');
-    if (mode !== 'public' && mode !== 'none') throw new ConfigError({ ...ctx, path: 'mode', message: `network is 'public' or 'none'; got ${String(mode)}` });
+    const parsed = NetworkSchema.safeParse(mode);
+    if (!parsed.success) {
+      const entry = parsed.error.issues.flatMap((i) => (i.code === 'invalid_union' ? i.errors.flat() : [i])).find((i) => i.code === 'custom');
+      throw new ConfigError({
+        ...ctx,
+        path: 'mode',
+        message: entry
+          ? `setNetwork: ${entry.message.replace(/^network\./, 'mode.')}`
+          : `setNetwork: mode is 'public', 'none' or { allow: [...] }; got ${typeof mode === 'string' ? `'${mode}'` : typeof mode}`,
+        cause: parsed.error,
+      });
+    }
+    const next = parsed.data;
     if (!this.spec.networkSwitch || !this.#transport.setNetwork) {
       throw new ConfigError({
         ...ctx,
@@ -376,13 +390,29 @@ export class SandboxEnvironment implements Environment {
         message: `environment ${this.id} was not created to switch networks: start it with networkSwitch: true`,
       });
     }
-    if (mode === this.#network) return;
+    // What the backend cannot enforce is refused before it is asked, as at environment().
+    const capabilities = this.#options.capabilities;
+    if (capabilities?.networkModes && capabilities.networkAllowlist !== undefined) {
+      refuseNetwork(
+        next,
+        { networkModes: capabilities.networkModes, networkAllowlist: capabilities.networkAllowlist },
+        this.backend,
+        this.#options.hints ?? {},
+        'mode',
+      );
+    }
+    if (sameNetwork(next, this.#network)) return;
     try {
-      await this.#transport.setNetwork(mode);
+      await this.#transport.setNetwork(next);
     } catch (error) {
       throw await this.#health.mapError(error, 'network');
     }
-    this.#network = mode;
+    this.#network = next;
+  }
+
+  get networkEnforcement(): { allowlist: AllowlistEnforcement | undefined; switches: boolean } {
+    const allowlist = this.#options.capabilities?.networkAllowlist;
+    return { allowlist: allowlist || undefined, switches: this.spec.networkSwitch && this.#options.capabilities?.networkSwitch === true };
   }
 
   get network(): NetworkMode {

@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import type { BuildProgress, PullProgress } from '../contract.js';
+import type { BuildProgress, NetworkMode, PullProgress } from '../contract.js';
 import type { BerthError, Operation } from '../errors.js';
 
 /**
@@ -41,7 +41,7 @@ export interface SandboxTransport {
    */
   snapshot?(ctx: SnapshotContext): Promise<SnapshotImage>;
   /** Switch the running sandbox's network (backends with the networkSwitch capability). */
-  setNetwork?(mode: 'public' | 'none'): Promise<void>;
+  setNetwork?(mode: NetworkMode): Promise<void>;
   /** A native, faster way to move tar archives in and out, if the backend has one. */
   readonly archive?: ArchiveTransport;
   /**

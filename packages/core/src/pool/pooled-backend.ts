@@ -60,7 +60,13 @@ export function pooled(backend: Backend, opts: PoolOptions): PooledBackend {
     // The backend's own environment(): the spec checked as it would be, and an id to use until the claim.
     const probe = backend.environment(input);
     const key = specKey(probe.spec);
-    return new PooledEnvironment({ backend: backend.name, id: probe.id, spec: probe.spec, pool: () => poolFor(key, input) });
+    return new PooledEnvironment({
+      backend: backend.name,
+      id: probe.id,
+      spec: probe.spec,
+      networkEnforcement: probe.networkEnforcement,
+      pool: () => poolFor(key, input),
+    });
   };
 
   return {

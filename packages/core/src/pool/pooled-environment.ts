@@ -39,8 +39,18 @@ export class PooledEnvironment implements Environment {
   #teardown: Promise<TeardownResult> | undefined;
   #closed = false;
 
-  constructor(options: { backend: string; id: string; spec: EnvironmentSpec; pool: () => EnvironmentPool }) {
+  /** As the backend's environment says (a pool's sandboxes are that backend's). */
+  readonly networkEnforcement: Environment['networkEnforcement'];
+
+  constructor(options: {
+    backend: string;
+    id: string;
+    spec: EnvironmentSpec;
+    networkEnforcement: Environment['networkEnforcement'];
+    pool: () => EnvironmentPool;
+  }) {
     this.backend = options.backend;
+    this.networkEnforcement = options.networkEnforcement;
     this.spec = options.spec;
     this.#provisionalId = options.id;
     this.#pool = options.pool;

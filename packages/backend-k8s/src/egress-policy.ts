@@ -1,0 +1,138 @@
+import { lookup } from 'node:dns/promises';
+import { NetworkingV1Api, PatchStrategy, setHeaderOptions, type V1NetworkPolicy, type V1NetworkPolicyEgressRule } from '@kubernetes/client-node';
+import { BackendUnavailableError, ConfigError, allowEntries, type AllowlistEnforcement, type NetworkAllowlist } from '@berth/core';
+import { LABEL_MANAGED } from '@berth/core/backend-kit';
+import { BACKEND, type Cluster } from './cluster.js';
+import { idempotent, statusOf } from './k8s-errors.js';
+import { LABEL_NETWORK } from './pod-manifest.js';
+
+/**
+ * How Kubernetes enforces `network: { allow }`: a NetworkPolicy of the pod's own, whose egress
+ * rules are IP blocks (every packet's destination address, any port). Hostnames are resolved by
+ * berth when the allowlist is applied (at start, at setNetwork) and allowed as those addresses, so
+ * anything sharing an address is let through, and a name whose addresses change is stale until
+ * applied again; wildcards have no addresses and are refused. DNS is open to the cluster's resolver
+ * (kube-dns pods in kube-system, port 53), so names resolve in the pod. A switch changes the
+ * policy, and the enforcer lets connections already open run on (kube-router accepts established
+ * flows first).
+ */
+export const ALLOWLIST_ENFORCEMENT: AllowlistEnforcement = { addresses: 'packet', names: 'resolved', wildcards: false, dns: 'open', connections: 'kept' };
+
+/** The pod's label value while its allowlist policy applies (the label's other values: 'public', 'none'). */
+export const ALLOW_LABEL = 'allow';
+/** Each pod's allowlist policy selects it by this label (its own name). */
+export const LABEL_EGRESS = 'berth.egress';
+
+/** Resolves a hostname to its IPv4 addresses (options.networkPolicy.resolveHost, else the runner's resolver). */
+export type HostResolver = (name: string) => Promise<readonly string[]>;
+
+export const systemResolver: HostResolver = async (name) => (await lookup(name, { all: true, family: 4 })).map((a) => a.address);
+
+export function egressPolicyName(pod: string): string {
+  return `${pod}-egress`;
+}
+
+/** The CIDRs an allowlist allows: its ranges and addresses, and the resolved addresses of its names. */
+export async function allowedBlocks(allowlist: NetworkAllowlist, resolve: HostResolver, environmentId: string): Promise<string[]> {
+  const blocks = new Set<string>();
+  for (const entry of allowEntries(allowlist)) {
+    if (entry.kind === 'range') blocks.add(entry.cidr);
+    else if (entry.kind === 'address') blocks.add(`${entry.address}/32`);
+    else if (entry.kind === 'host') {
+      for (const address of await resolveName(entry.host, resolve, environmentId)) blocks.add(`${address}/32`);
+    } else throw new Error('unreachable: wildcards are refused before any I/O (ALLOWLIST_ENFORCEMENT.wildcards)');
+  }
+  return [...blocks];
+}
+
+async function resolveName(host: string, resolve: HostResolver, environmentId: string): Promise<readonly string[]> {
+  const ctx = { operation: 'network' as const, backend: BACKEND, environmentId };
+  let addresses: readonly string[];
+  try {
+    addresses = await resolve(host);
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ENOTFOUND' || code === 'ENODATA') {
+      throw new ConfigError({
+        ...ctx,
+        path: 'spec.network.allow',
+        message: `the allowlist's host "${host}" has no IPv4 address (${String(code)}): Kubernetes enforces names by the addresses berth resolves for them, so list a name that resolves, or its addresses`,
+        cause: error,
+      });
+    }
+    throw new BackendUnavailableError({ ...ctx, message: `resolving the allowlist's host "${host}" failed: ${(error as Error).message}`, cause: error });
+  }
+  if (addresses.length === 0) {
+    throw new ConfigError({ ...ctx, path: 'spec.network.allow', message: `the allowlist's host "${host}" resolved to no IPv4 address` });
+  }
+  return addresses;
+}
+
+/**
+ * The pod's own policy: it selects the pod (by its name in LABEL_EGRESS) only while its network
+ * label says 'allow', allows nothing in (as 'none') and out only to the blocks, each in a rule of
+ * its own (kube-router puts one rule's blocks in one set, where one block's `except` could cancel
+ * another), and DNS to the cluster's resolver. Owned by the pod: the cluster removes it with the pod.
+ */
+export function egressPolicyManifest(input: {
+  namespace: string;
+  pod: string;
+  podUid: string;
+  blocks: readonly string[];
+  labels: Readonly<Record<string, string>>;
+}): V1NetworkPolicy {
+  const egress: V1NetworkPolicyEgressRule[] = input.blocks.map((cidr) => ({ to: [{ ipBlock: { cidr } }] }));
+  egress.push({
+    to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
+    ports: [
+      { protocol: 'UDP', port: 53 },
+      { protocol: 'TCP', port: 53 },
+    ],
+  });
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: {
+      name: egressPolicyName(input.pod),
+      namespace: input.namespace,
+      labels: { ...input.labels, [LABEL_MANAGED]: 'true' },
+      ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: input.pod, uid: input.podUid, blockOwnerDeletion: false }],
+    },
+    spec: {
+      podSelector: { matchLabels: { [LABEL_NETWORK]: ALLOW_LABEL, [LABEL_EGRESS]: input.pod } },
+      policyTypes: ['Ingress', 'Egress'],
+      egress,
+    },
+  };
+}
+
+/** Creates the pod's policy, or replaces its rules (a new allowlist on the same pod). */
+export async function applyEgressPolicy(cluster: Cluster, body: V1NetworkPolicy, signal?: AbortSignal): Promise<void> {
+  const api = cluster.api(NetworkingV1Api);
+  const { namespace } = cluster;
+  const name = body.metadata?.name ?? '';
+  const created = await idempotent(
+    () =>
+      api.createNamespacedNetworkPolicy({ namespace, body }).then(
+        () => true,
+        (error: unknown) => {
+          if (statusOf(error) === 409) return false;
+          throw error;
+        },
+      ),
+    signal,
+  );
+  if (created) return;
+  await idempotent(
+    () => api.patchNamespacedNetworkPolicy({ name, namespace, body: { spec: body.spec } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
+    signal,
+  );
+}
+
+/** Removes the pod's policy (its owner's deletion does too, later: this is the prompt way). */
+export async function deleteEgressPolicy(cluster: Cluster, pod: string): Promise<void> {
+  const api = cluster.api(NetworkingV1Api);
+  await idempotent(() => api.deleteNamespacedNetworkPolicy({ name: egressPolicyName(pod), namespace: cluster.namespace })).catch((error: unknown) => {
+    if (statusOf(error) !== 404) throw error;
+  });
+}
