@@ -23,7 +23,7 @@ export const ALLOW_LABEL = 'allow';
 /** Each pod's allowlist policy selects it by this label (its own name). */
 export const LABEL_EGRESS = 'berth.egress';
 
-/** Resolves a hostname to its IPv4 addresses (options.networkPolicy.resolveHost, else the runner's resolver). */
+/** Resolves a hostname to its IPv4 addresses (options.resolveHost, else the runner's resolver). */
 export type HostResolver = (name: string) => Promise<readonly string[]>;
 
 export const systemResolver: HostResolver = async (name) => (await lookup(name, { all: true, family: 4 })).map((a) => a.address);

@@ -42,11 +42,6 @@ export interface NetworkPolicyOptions {
   probe?: { host: string; port: number };
   /** How long a network change may take to hold inside the pod, in ms. Default 30 s. */
   waitMs?: number;
-  /**
-   * Resolves an allowlist's hostnames to the IPv4 addresses its policy allows, when the allowlist
-   * is applied (at start, at setNetwork). Default: the runner's resolver (getaddrinfo).
-   */
-  resolveHost?: (name: string) => Promise<readonly string[]>;
 }
 
 /**
@@ -92,6 +87,11 @@ export interface K8sBackendOptions extends CommonBackendOptions, PullCredentialS
   execKeepAliveMs?: number;
   networkPolicy?: NetworkPolicyOptions;
   /**
+   * Resolves an allowlist's hostnames to the IPv4 addresses its policy allows, when the allowlist
+   * is applied (at start, at setNetwork). Default: the runner's resolver (getaddrinfo).
+   */
+  resolveHost?: (name: string) => Promise<readonly string[]>;
+  /**
    * Builds `image: { build }` specs somewhere the cluster can pull from (a cluster cannot build from
    * a local directory), e.g. `createRegistryImageBuilder` from @berth/backend-docker. Without it,
    * a build spec is a CapabilityError.
@@ -121,6 +121,7 @@ export const OPTION_NAMES = optionNames<K8sBackendOptions>()(
   'patchPod',
   'execKeepAliveMs',
   'networkPolicy',
+  'resolveHost',
   'builder',
 );
 

@@ -178,7 +178,7 @@ export class PodNetwork {
 
   /** The IP blocks `allowlist` allows, its names resolved now (before a pod is made for it, so a name that does not resolve costs no pod). */
   blocks(allowlist: NetworkAllowlist, environmentId: string): Promise<string[]> {
-    return allowedBlocks(allowlist, this.#options.networkPolicy?.resolveHost ?? systemResolver, environmentId);
+    return allowedBlocks(allowlist, this.#options.resolveHost ?? systemResolver, environmentId);
   }
 
   /**

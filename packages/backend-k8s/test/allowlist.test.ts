@@ -2,7 +2,7 @@
 // enforced by kube-router, checked from inside the pods against two listeners on this machine's
 // two addresses public pods reach (both on the pods' bridge): the allowed one reached, the
 // other not, in the same pod (the positive control is the allowed one, and a public pod first
-// reaches both). Names are resolved by berth (options.networkPolicy.resolveHost here: the test
+// reaches both). Names are resolved by berth (options.resolveHost here: the test
 // cluster has no DNS).
 import { randomBytes } from 'node:crypto';
 import { NetworkingV1Api, KubeConfig } from '@kubernetes/client-node';
@@ -35,13 +35,11 @@ const backend = createK8sBackend({
   kubeconfig: { file: BERTH_KUBECONFIG },
   namespace: NAMESPACE,
   tolerations: TOLERATE_FAULT,
-  networkPolicy: {
-    probe: { host: bridge.host, port: bridge.port },
-    resolveHost: async (name) => {
-      resolved.push(name);
-      if (name === 'bridge.berth.test') return [POD_BRIDGE_ADDRESS];
-      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
-    },
+  networkPolicy: { probe: { host: bridge.host, port: bridge.port } },
+  resolveHost: async (name) => {
+    resolved.push(name);
+    if (name === 'bridge.berth.test') return [POD_BRIDGE_ADDRESS];
+    throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
   },
 });
 
