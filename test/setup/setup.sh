@@ -123,6 +123,8 @@ if ! docker image inspect "$LOCAL_IMAGE" >/dev/null 2>&1; then
   docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' -c 'CMD ["/bin/sh"]' \
     "$STATE_DIR/busybox-rootfs.tar" "$LOCAL_IMAGE" >/dev/null
 fi
+# The image Docker's allowlist tests write packet filters with (options.egressImage).
+bash "$(dirname "${BASH_SOURCE[0]}")/egress-image.sh"
 
 # The private image: pushed with credentials, then removed locally so tests really pull it.
 # One tag per test file that removes and re-pulls it, so files running in parallel don't race.

@@ -20,6 +20,7 @@ import { imageMountsOf, LABEL_IMAGE_MOUNT } from './image-mounts.js';
 import { DockerSandbox, type DockerImageSource } from './sandbox.js';
 import { BACKEND, IDENTITY } from './identity.js';
 import { CAPABILITIES, HINTS, RENAMED } from './capabilities.js';
+import { ALLOWLIST_ENFORCEMENT } from './egress-rules.js';
 import { DEFAULT_CREATION, removalLimiter } from './engine-limits.js';
 
 /** The Docker backend, as `createDockerBackend` makes it. */
@@ -67,7 +68,12 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
   const gpus = new GpuSupport(docker);
   // Teardowns of every environment of this backend queue here, as creations queue in the kit's limiter.
   const removals = removalLimiter();
-  const capabilities = { ...CAPABILITIES, imageAuth: CAPABILITIES.imageAuth.filter((k) => k !== 'aws' || options.ecrLogin !== undefined) };
+  const capabilities = {
+    ...CAPABILITIES,
+    imageAuth: CAPABILITIES.imageAuth.filter((k) => k !== 'aws' || options.ecrLogin !== undefined),
+    // Allowlists need the image that writes a sandbox's packet filter (egress-rules.ts).
+    networkAllowlist: options.egressImage ? ALLOWLIST_ENFORCEMENT : (false as const),
+  };
   const ctx = (operation: 'preflight' | 'sweep') => ({ operation, backend: BACKEND });
 
   const imageSource = (spec: EnvironmentSpec): DockerImageSource => {

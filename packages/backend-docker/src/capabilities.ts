@@ -25,11 +25,12 @@ export const CAPABILITIES: Capabilities = {
 };
 
 export const HINTS = {
-  // Egress allowlists come to this backend later (issue 32); Kubernetes enforces them now.
-  'network.allowlist': "berth does not enforce egress allowlists on Docker yet: run the task on Kubernetes, or with network 'public' or 'none'",
-  'network.allowlist.names': 'no egress allowlists here yet (see network.allowlist)',
-  'network.allowlist.wildcards': 'no egress allowlists here yet (see network.allowlist)',
-  'network.allowlist.connections': 'no egress allowlists here yet (see network.allowlist)',
+  'network.allowlist':
+    "set options.egressImage to an image with iptables-restore (e.g. FROM debian:bookworm-slim, apt-get install iptables): berth writes each such sandbox's packet filter with it",
+  'network.allowlist.names': 'only with options.egressImage (see network.allowlist)',
+  'network.allowlist.wildcards':
+    'packet filters see addresses, and berth resolves names to addresses for them: a wildcard names no address; list each hostname',
+  'network.allowlist.connections': 'only with options.egressImage (see network.allowlist)',
   gpus: "install the NVIDIA Container Toolkit on the engine's host and register its runtime (nvidia-ctk runtime configure --runtime=docker, then restart dockerd), or set resources.gpus to 0",
   gpuTypes:
     "Docker's device requests take GPUs by count, not by model: leave resources.gpuTypes out to take any of the engine's GPUs, or run on Kubernetes or Modal",

@@ -34,6 +34,15 @@ export interface DockerBackendOptions extends CommonBackendOptions, PullCredenti
    * (a Linux bridge's 1,023 ports): backend instances on bridges of their own hold more at once.
    */
   publicNetwork?: string;
+  /**
+   * An image with `iptables-restore` (e.g. FROM debian:bookworm-slim, apt-get install iptables),
+   * for egress allowlists (`network: { allow }`): berth runs it briefly in a sandbox's network
+   * namespace, with NET_ADMIN there only, to write the sandbox's packet filter. Without it,
+   * allowlists are refused (a CapabilityError naming this option).
+   */
+  egressImage?: string;
+  /** IPv4 addresses for an allowlist's hostnames, resolved when it is applied. Default: the runner's resolver. */
+  resolveHost?: (name: string) => Promise<readonly string[]>;
 }
 
 /** Every option of createDockerBackend by name (unknown ones are refused); defaultLifetimeMs is refused by its own message. */
@@ -50,6 +59,8 @@ export const OPTION_NAMES: readonly string[] = [
     'init',
     'transfers',
     'publicNetwork',
+    'egressImage',
+    'resolveHost',
   ),
   'defaultLifetimeMs',
 ];

@@ -1,6 +1,16 @@
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { ConfigError, ImagePullError, parseImageRef, type EnvironmentSpec, type ImageBuild, type ImageRef, type Operation } from '@berth/core';
+import {
+  ConfigError,
+  ImagePullError,
+  isAllowlist,
+  parseImageRef,
+  type EnvironmentSpec,
+  type ImageBuild,
+  type ImageRef,
+  type NetworkMode,
+  type Operation,
+} from '@berth/core';
 import {
   BUILD_REPOSITORY,
   keepAliveCommand,
@@ -30,6 +40,7 @@ import { gpuDeviceRequests, type GpuSupport } from './gpu.js';
 import { ImageMountVolumes, type DockerImageMount } from './image-mounts.js';
 import { commitSnapshot } from './snapshot.js';
 import { bridgeRefusal, publicNetworkName } from './bridge-limits.js';
+import { SandboxEgress } from './sandbox-egress.js';
 import { BACKEND, IDENTITY } from './identity.js';
 
 /** Where a sandbox's image comes from: a pull (resolvePull's) or a build. */
@@ -47,6 +58,10 @@ export class DockerSandbox implements SandboxTransport {
   readonly #source: DockerImageSource;
   readonly #gpus: GpuSupport;
   readonly #imageMounts: ImageMountVolumes;
+  /** The packet filter of an allowlist (egress-rules.ts). */
+  readonly #egress: SandboxEgress;
+  /** The labels of what this sandbox makes (its create's), for the allowlist's helper containers. */
+  #labels: Record<string, string> = {};
   /** The backend instance's queue for container removals (engine-limits.ts says why). */
   readonly #removals: CreationLimiter;
   /** What the container runs: the pulled reference, or the build's tag once built. */
@@ -72,6 +87,7 @@ export class DockerSandbox implements SandboxTransport {
     this.#gpus = gpus;
     this.#removals = removals;
     this.#imageMounts = new ImageMountVolumes(docker, id, imageMounts);
+    this.#egress = new SandboxEgress(docker, id, options);
     this.#image = source.kind === 'pull' ? source.image : parseImageRef(BUILD_REPOSITORY);
     const container = () => this.#container;
     this.archive = {
@@ -170,11 +186,15 @@ export class DockerSandbox implements SandboxTransport {
   }
 
   async #createAndRun(ctx: CreateContext): Promise<void> {
+    this.#labels = { ...ctx.labels };
     const { resources, env, workdir, mounts, timeouts, networkSwitch } = this.#spec;
-    // A sandbox that may switch networks is made on the bridge and, to start offline, taken off
-    // it before it starts: NetworkMode 'none' could never be connected later.
-    const offline = this.#spec.network === 'none';
-    const network = networkSwitch ? 'public' : this.#spec.network;
+    // A sandbox that may switch networks, or has an allowlist, is made on the bridge and, to start
+    // offline, taken off it before it starts: NetworkMode 'none' could never be connected later.
+    // An allowlist's sandbox joins the bridge only once its packet filter is written.
+    const allowlist = isAllowlist(this.#spec.network) ? this.#spec.network : undefined;
+    const blocks = allowlist ? await this.#egress.blocks(allowlist) : [];
+    const offline = this.#spec.network === 'none' || allowlist !== undefined;
+    const network = networkSwitch || allowlist ? 'public' : this.#spec.network;
     // Mounts, not Binds: Binds silently creates a missing host path as an empty directory.
     const binds: Docker.MountSettings[] = mounts
       .filter((m) => m.type === 'bind')
@@ -196,11 +216,13 @@ export class DockerSandbox implements SandboxTransport {
           ...(resources.memoryMb ? { Memory: resources.memoryMb * 1024 * 1024 } : {}),
           ...(resources.gpus ? { DeviceRequests: gpuDeviceRequests(resources.gpus) } : {}),
           ...(binds.length || imageMounts.length ? { Mounts: [...binds, ...imageMounts] } : {}),
+          // The allowlist's filter is IPv4's: a sandbox that may get one has no IPv6 to slip out by.
+          ...(this.#options.egressImage && (allowlist || networkSwitch) ? { Sysctls: { 'net.ipv6.conf.all.disable_ipv6': '1' } } : {}),
         },
         ...(network === 'none' ? { NetworkDisabled: true } : {}),
       });
       ctx.progress({ reached: 'accepted' });
-      if (networkSwitch && offline) await this.setNetwork('none');
+      if ((networkSwitch || allowlist) && offline) await this.#bridge('none');
       throwIfAborted(ctx.signal, this.#ctx('start'));
       await this.#container.start();
       throwIfAborted(ctx.signal, this.#ctx('start'));
@@ -217,6 +239,12 @@ export class DockerSandbox implements SandboxTransport {
         });
       }
       ctx.progress({ reached: 'running' });
+      if (allowlist) {
+        ctx.progress({ status: `writing the allowlist's packet filter (${allowlist.allow.length} entries) into the sandbox` });
+        await this.#egress.apply(blocks, ctx.labels);
+        await this.#bridge('public');
+        ctx.progress({ reached: 'network' });
+      }
     } catch (error) {
       // Deterministic refusals first: the engine reports some of them as 500s.
       throw (
@@ -282,8 +310,21 @@ export class DockerSandbox implements SandboxTransport {
     }
   }
 
-  /** Joins or leaves the public bridge (options.publicNetwork, else the default one); off it, the sandbox has loopback only. */
-  async setNetwork(mode: 'public' | 'none'): Promise<void> {
+  /**
+   * 'public' and 'none' join or leave the public bridge (options.publicNetwork, else the default
+   * one; off it, the sandbox has loopback only); an allowlist writes the sandbox's packet filter,
+   * then joins it. 'public' after an allowlist empties the filter first.
+   */
+  async setNetwork(mode: NetworkMode): Promise<void> {
+    if (isAllowlist(mode)) {
+      await this.#egress.apply(await this.#egress.blocks(mode), this.#labels);
+      return this.#bridge('public');
+    }
+    if (mode === 'public') await this.#egress.open(this.#labels);
+    return this.#bridge(mode);
+  }
+
+  async #bridge(mode: 'public' | 'none'): Promise<void> {
     const name = publicNetworkName(this.#options.publicNetwork);
     const bridge = this.#docker.getNetwork(name);
     try {

@@ -80,6 +80,11 @@ export interface ConformanceOptions {
    */
   reachableListener?: () => Promise<ReachableListener>;
   /**
+   * A second listener, on another address public sandboxes reach, for the allowlist cases (one
+   * address allowed, this one not). Without it they are skipped.
+   */
+  secondListener?: () => Promise<ReachableListener>;
+  /**
    * Cases to skip explicitly, by id, each with the reason (e.g. `{ 'image.build': 'no context upload yet' }`).
    * Skipped cases still appear in the output, with the reason. A case skipped for a capability the
    * backend does not claim needs no entry: the suite skips it itself (see CASE_REQUIREMENTS).

@@ -22,6 +22,8 @@ export const CASE_REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'exec.user-unknown': USER,
   'capabilities.network-none': [(c) => c.networkModes.includes('none'), "network 'none'", 'network'],
   'capabilities.network-switch': [(c) => c.networkSwitch, 'networkSwitch', 'networkSwitch'],
+  'capabilities.network-allowlist': [(c) => c.networkAllowlist !== false, 'networkAllowlist', 'network.allowlist'],
+  'capabilities.network-allowlist-switch': [(c) => c.networkAllowlist !== false && c.networkSwitch, 'networkAllowlist and networkSwitch', 'network.allowlist'],
   'mounts.image': IMAGE_MOUNTS,
   'mounts.image-missing-subpath': IMAGE_MOUNTS,
   'image.build': BUILD,

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect } from 'vitest';
 import { capabilityCases } from './cases/capabilities.js';
+import { allowlistCases } from './cases/network-allowlist.js';
 import { errorCases } from './cases/errors.js';
 import { execCases } from './cases/exec.js';
 import { execStdinCases } from './cases/exec-stdin.js';
@@ -40,6 +41,7 @@ export function describeBackendConformance(options: ConformanceOptions): void {
     transferAbortCases(h);
     lostCases(h);
     capabilityCases(h);
+    allowlistCases(h);
     mountCases(h);
     imageCases(h);
     imageBuildCases(h);

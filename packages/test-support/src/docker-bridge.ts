@@ -21,3 +21,16 @@ export async function bridgeGateway(docker: Docker = new Docker()): Promise<stri
   octets[3] = octets[3]! + 1;
   return octets.join('.');
 }
+
+/**
+ * Another of this machine's own IPv4 addresses, not the default bridge's gateway: a public
+ * container reaches it through the gateway (the packets stay on this machine), so the allowlist
+ * cases have two addresses, one allowed and one not.
+ */
+export async function secondHostAddress(docker: Docker = new Docker()): Promise<string> {
+  const gateway = await bridgeGateway(docker);
+  const { networkInterfaces } = await import('node:os');
+  for (const addresses of Object.values(networkInterfaces()))
+    for (const a of addresses ?? []) if (a.family === 'IPv4' && !a.internal && a.address !== gateway) return a.address;
+  throw new Error("this machine has no IPv4 address besides the bridge's gateway and loopback");
+}

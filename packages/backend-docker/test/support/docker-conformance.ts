@@ -5,7 +5,7 @@ import { SESSION_ID } from '@berth/core';
 import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import { createDockerBackend } from '@berth/backend-docker';
 import { listenForTokens, type ConformanceOptions } from '@berth/conformance';
-import { bridgeGateway } from '@berth/test-support/docker-bridge';
+import { bridgeGateway, secondHostAddress } from '@berth/test-support/docker-bridge';
 
 const docker = new Docker();
 
@@ -16,7 +16,8 @@ function statusOf(error: unknown): number | undefined {
 
 export const dockerConformance: ConformanceOptions = {
   name: 'docker',
-  createBackend: () => createDockerBackend(),
+  // egressImage: test/setup/egress-image.sh's, so the allowlist cases run.
+  createBackend: () => createDockerBackend({ egressImage: 'berth-test/egress:latest' }),
   images: {
     basic: 'berth-test/busybox:latest',
     private: {
@@ -28,6 +29,8 @@ export const dockerConformance: ConformanceOptions = {
   specDefaults: { network: 'none' },
   // On the bridge's gateway: host-only, reached by public containers.
   reachableListener: async () => listenForTokens(await bridgeGateway()),
+  // Another of this machine's addresses, reached through the gateway: the allowlist cases' denied one.
+  secondListener: async () => listenForTokens(await secondHostAddress()),
   faults: {
     // The container is named after the environment id.
     kill: async (env) => {

@@ -6,7 +6,7 @@ import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 import { createRegistryImageBuilder } from '@berth/backend-docker';
 import { listenForTokens, type ConformanceOptions, type ReachableListener } from '@berth/conformance';
 import { createK8sBackend } from '@berth/backend-k8s';
-import { BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS, adminApi, ctr, TOLERATE_FAULT } from '@berth/test-support/kube-cluster';
+import { BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS, POD_BRIDGE_SECOND_ADDRESS, adminApi, ctr, TOLERATE_FAULT } from '@berth/test-support/kube-cluster';
 
 // Builds: the local Docker engine builds, pushes to the test registry, and the node pulls from there.
 const builder = createRegistryImageBuilder({ repository: '127.0.0.1:5000/berth/builds', auth: { username: 'berth', password: 'berth-test-secret' } });
@@ -34,6 +34,8 @@ export function k8sConformance(probe: Pick<ReachableListener, 'host' | 'port'>):
       }),
     // Network cases: public pods reach this machine on their bridge; kube-router enforces 'none'.
     reachableListener: () => listenForTokens(POD_BRIDGE_ADDRESS),
+    // The allowlist cases' denied address: the bridge's second (no pod gets it).
+    secondListener: () => listenForTokens(POD_BRIDGE_SECOND_ADDRESS),
     images: {
       basic: 'berth-test/busybox:latest',
       // Credentials in the spec: the backend makes the pull secret itself (see pull-secrets.test.ts for secretName).

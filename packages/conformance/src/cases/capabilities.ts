@@ -1,39 +1,8 @@
-import { CapabilityError, ConfigError, type CapabilityHints, type Environment, type EnvironmentSpecInput } from '@berth/core';
-import { randomBytes } from 'node:crypto';
+import { CapabilityError, ConfigError, type CapabilityHints, type EnvironmentSpecInput } from '@berth/core';
 import { describe, expect } from 'vitest';
 import type { Harness } from '../harness.js';
-import { DNS_ZONE } from '../dns-responder.js';
 import type { ReachableListener } from '../options.js';
-
-/**
- * Sends a fresh token from inside the sandbox to the listener (busybox nc: connect, send, close
- * its side): true when the listener got it. A refused, dropped or unroutable connect is false.
- */
-async function reaches(env: Environment, listener: ReachableListener): Promise<boolean> {
-  const token = `berth-${randomBytes(6).toString('hex')}`;
-  const r = await env.exec(`printf %s ${token} | nc -w 3 ${listener.host} ${listener.port}`, { timeoutMs: 15_000 });
-  const got = listener.received(token);
-  // Both sides must agree: nc saying it connected while the listener saw nothing is neither state.
-  expect(r.exitCode === 0, `nc exited ${r.exitCode} (${r.stderr.trim()}) but the listener ${got ? 'got' : 'did not get'} the token`).toBe(got);
-  return got;
-}
-
-/**
- * A DNS lookup from inside of a fresh name in the responder's zone, asked of the responder beside
- * the listener (never a resolver off this machine): true when the query reached it. A public
- * sandbox must get true, so a false on network 'none' is the network's doing, not a dead resolver.
- */
-async function resolves(env: Environment, listener: ReachableListener): Promise<boolean> {
-  const name = `berth-${randomBytes(6).toString('hex')}.${DNS_ZONE}`;
-  const r = await env.exec(['nslookup', '-type=a', `-port=${listener.dnsPort}`, name, listener.host], { timeoutMs: 30_000 });
-  const asked = listener.asked(name);
-  // Both sides must agree: an answer printed with no query seen (or the reverse) is neither state.
-  const answered = r.exitCode === 0 && r.stdout.includes(name);
-  expect(answered, `nslookup exited ${r.exitCode} (${`${r.stdout}${r.stderr}`.trim()}) but the responder ${asked ? 'got' : 'did not get'} the query`).toBe(
-    asked,
-  );
-  return asked;
-}
+import { reaches, resolves } from './network-probes.js';
 
 export function capabilityCases(h: Harness): void {
   describe('capabilities', () => {

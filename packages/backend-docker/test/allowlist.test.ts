@@ -1,0 +1,99 @@
+// network: { allow } on the local engine, for real: the sandbox's own packet filter, written by
+// options.egressImage (test/setup/egress-image.sh) in its network namespace, checked from inside
+// against two listeners on two of this machine's addresses that public sandboxes reach: the
+// gateway of a bridge network of the test's own (options.publicNetwork) and the default bridge's
+// gateway. The allowed one reached and the other not, in the same sandbox, after a public sandbox
+// reached both. Names are resolved by berth (options.resolveHost here).
+import { randomBytes, randomInt } from 'node:crypto';
+import Docker from 'dockerode';
+import { afterAll, describe, expect, it } from 'vitest';
+import { CapabilityError, type Environment } from '@berth/core';
+import { listenForTokens, type ReachableListener } from '@berth/conformance';
+import { createDockerBackend } from '@berth/backend-docker';
+import { bridgeGateway } from '@berth/test-support/docker-bridge';
+
+const IMAGE = 'berth-test/busybox:latest';
+const RUN = randomBytes(4).toString('hex');
+const LABELS = { 'berth.test': 'allowlist', 'berth.test-run': RUN };
+const docker = new Docker();
+const NETWORK = `berth-test-allow-${RUN}`;
+const SUBNET = `10.214.${randomInt(256)}`;
+await docker.createNetwork({ Name: NETWORK, Driver: 'bridge', Labels: LABELS, IPAM: { Config: [{ Subnet: `${SUBNET}.0/24`, Gateway: `${SUBNET}.1` }] } });
+const own = await listenForTokens(`${SUBNET}.1`);
+const other = await listenForTokens(await bridgeGateway(docker));
+const envs: Environment[] = [];
+afterAll(async () => {
+  await Promise.allSettled(envs.map((e) => e.teardown()));
+  await own.close();
+  await other.close();
+  await docker.getNetwork(NETWORK).remove();
+});
+
+const resolved: string[] = [];
+const backend = createDockerBackend({
+  pullPolicy: 'never',
+  labels: LABELS,
+  publicNetwork: NETWORK,
+  egressImage: 'berth-test/egress:latest',
+  resolveHost: async (name) => {
+    resolved.push(name);
+    if (name === 'own.berth.test') return [own.host];
+    throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+  },
+});
+
+async function start(spec: Parameters<typeof backend.start>[0]): Promise<Environment> {
+  const env = await backend.start(spec);
+  envs.push(env);
+  return env;
+}
+
+/** A fresh token sent from inside: true when the listener got it (nc and the listener agree). */
+async function reaches(env: Environment, listener: ReachableListener): Promise<boolean> {
+  const token = `berth-${randomBytes(6).toString('hex')}`;
+  const r = await env.exec(`printf %s ${token} | nc -w 3 ${listener.host} ${listener.port}`);
+  expect(r.exitCode === 0).toBe(listener.received(token));
+  return listener.received(token);
+}
+
+describe('docker network allowlist, the sandbox own packet filter', () => {
+  it('an allowed address is reached and another is not, from the same sandbox; no helper container is left', async () => {
+    const open = await start({ image: IMAGE, network: 'public' });
+    expect(await reaches(open, own), 'a public sandbox must reach its bridge gateway').toBe(true);
+    expect(await reaches(open, other), "a public sandbox must reach the default bridge's gateway").toBe(true);
+
+    const env = await start({ image: IMAGE, network: { allow: [own.host] } });
+    expect(env.networkEnforcement.allowlist).toMatchObject({ addresses: 'packet', names: 'resolved', connections: 'ended' });
+    expect(await reaches(env, own), 'the allowed address was not reached').toBe(true);
+    expect(await reaches(env, other), 'an address the allowlist does not list was reached').toBe(false);
+    const helpers = await docker.listContainers({ all: true, filters: { ancestor: ['berth-test/egress:latest'] } });
+    expect(helpers).toEqual([]);
+  });
+
+  it('a range and a resolved name allow what they cover; switching none -> allowlist -> public -> none holds at each step', async () => {
+    const env = await start({ image: IMAGE, network: 'none', networkSwitch: true });
+    expect(await reaches(env, own)).toBe(false);
+    await env.setNetwork({ allow: [`${other.host.split('.').slice(0, 3).join('.')}.0/24`] });
+    expect(await reaches(env, other), 'the range covers the default bridge gateway').toBe(true);
+    expect(await reaches(env, own)).toBe(false);
+    await env.setNetwork({ allow: ['own.berth.test'] });
+    expect(resolved).toContain('own.berth.test');
+    expect(await reaches(env, own), "the name's resolved address was not reached").toBe(true);
+    expect(await reaches(env, other), 'the previous allowlist still held after a new one').toBe(false);
+    await env.setNetwork('public');
+    expect(await reaches(env, other)).toBe(true);
+    expect(await reaches(env, own)).toBe(true);
+    await env.setNetwork('none');
+    expect(await reaches(env, own)).toBe(false);
+  });
+
+  it('without options.egressImage an allowlist is refused by name before anything is made; so is a wildcard with it', async () => {
+    const plain = createDockerBackend({ pullPolicy: 'never', labels: LABELS });
+    const refused = await plain.start({ image: IMAGE, network: { allow: [own.host] } }).catch((e: unknown) => e);
+    expect(CapabilityError.isInstance(refused), String(refused)).toBe(true);
+    expect((refused as Error).message).toMatch(/set options\.egressImage/);
+    const wildcard = await backend.start({ image: IMAGE, network: { allow: ['*.berth.test'] } }).catch((e: unknown) => e);
+    expect(CapabilityError.isInstance(wildcard), String(wildcard)).toBe(true);
+    expect(await docker.listContainers({ all: true, filters: { label: [`berth.test-run=${RUN}`] } })).toHaveLength(envs.length);
+  });
+});

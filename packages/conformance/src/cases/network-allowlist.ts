@@ -1,0 +1,76 @@
+import { describe, expect } from 'vitest';
+import type { Harness } from '../harness.js';
+import type { ReachableListener } from '../options.js';
+import { reaches } from './network-probes.js';
+
+/**
+ * Egress allowlists, for backends claiming `networkAllowlist`: from inside, an allowed address is
+ * reached and another is not, in the same sandbox, after a public sandbox reached both (so neither
+ * result is vacuous); with `networkSwitch`, none -> allowlist -> public -> none holds at each step.
+ * Needs two listeners on two addresses public sandboxes reach (`reachableListener`, `secondListener`).
+ */
+export function allowlistCases(h: Harness): void {
+  describe('network allowlist', () => {
+    const missing = () =>
+      h.options.reachableListener && h.options.secondListener
+        ? undefined
+        : 'no reachableListener and secondListener options: an allowlist needs two addresses public sandboxes reach, one allowed and one not';
+    const withListeners = async (fn: (allowed: ReachableListener, denied: ReachableListener) => Promise<void>) => {
+      const first = h.options.reachableListener;
+      const second = h.options.secondListener;
+      if (!first || !second) throw new Error('unreachable: the case is skipped without both listeners');
+      const allowed = await first();
+      const denied = await second().catch(async (error: unknown) => {
+        await allowed.close();
+        throw error;
+      });
+      try {
+        expect(denied.host, 'the two listeners must be on two addresses').not.toBe(allowed.host);
+        await fn(allowed, denied);
+      } finally {
+        await Promise.all([allowed.close(), denied.close()]);
+      }
+    };
+
+    h.defineCase({
+      id: 'capabilities.network-allowlist',
+      title:
+        'network { allow: [an address] }: that address is reached from inside and another address is not, in the same sandbox; a public sandbox reaches both',
+      unsupported: missing,
+      timeoutMs: 120_000,
+      run: () =>
+        withListeners(async (allowed, denied) => {
+          await h.withEnv({ network: 'public' }, async (env) => {
+            expect(await reaches(env, allowed), `a public sandbox must reach ${allowed.host}:${allowed.port}`).toBe(true);
+            expect(await reaches(env, denied), `a public sandbox must reach ${denied.host}:${denied.port}`).toBe(true);
+          });
+          await h.withEnv({ network: { allow: [allowed.host] } }, async (env) => {
+            expect(env.network).toEqual({ allow: [allowed.host] });
+            expect(env.networkEnforcement.allowlist?.addresses).toBe('packet');
+            expect(await reaches(env, allowed), `the allowed ${allowed.host} was not reached`).toBe(true);
+            expect(await reaches(env, denied), `${denied.host}, not in the allowlist, was reached`).toBe(false);
+          });
+        }),
+    });
+
+    h.defineCase({
+      id: 'capabilities.network-allowlist-switch',
+      title: 'a sandbox made with networkSwitch moves none -> allowlist -> public -> none, each state holding when setNetwork returns',
+      unsupported: missing,
+      timeoutMs: 150_000,
+      run: () =>
+        withListeners(async (allowed, denied) => {
+          await h.withEnv({ network: 'none', networkSwitch: true }, async (env) => {
+            expect(await reaches(env, allowed), "reached a listener on network 'none'").toBe(false);
+            await env.setNetwork({ allow: [`${allowed.host}/32`] });
+            expect(await reaches(env, allowed), 'the allowed address was not reached once setNetwork returned').toBe(true);
+            expect(await reaches(env, denied), 'an address not in the allowlist was reached').toBe(false);
+            await env.setNetwork('public');
+            expect(await reaches(env, denied), 'public did not restore the network').toBe(true);
+            await env.setNetwork('none');
+            expect(await reaches(env, allowed), "reached a listener once back on 'none'").toBe(false);
+          });
+        }),
+    });
+  });
+}
