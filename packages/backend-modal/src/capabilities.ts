@@ -1,4 +1,5 @@
 import type { Capabilities } from '@berth/core';
+import { ALLOWLIST_ENFORCEMENT } from './network-access.js';
 
 // What this backend claims, what it says where it does not (CapabilityErrors and the README's
 // generated table), and the option names it renamed.
@@ -11,7 +12,8 @@ export const CAPABILITIES: Capabilities = {
   networkModes: ['public', 'none'],
   // TaskSetNetworkAccess on the task's router, on a sandbox made with an allowlist policy (network-access.ts).
   networkSwitch: true,
-  networkAllowlist: false,
+  // An ALLOWLIST policy: CIDRs for addresses, TLS server names for hostnames (network-access.ts).
+  networkAllowlist: ALLOWLIST_ENFORCEMENT,
   imageAuth: ['basic', 'secretName', 'dockerConfig', 'aws'],
   mounts: [],
   // Through Modal's builder; COPY/ADD (the context upload) and multi-stage builds are refused at start.
@@ -26,11 +28,6 @@ export const CAPABILITIES: Capabilities = {
 };
 
 export const HINTS = {
-  // Egress allowlists come to this backend later (issue 32); Kubernetes enforces them now.
-  'network.allowlist': "berth does not enforce egress allowlists on Modal yet: run the task on Kubernetes, or with network 'public' or 'none'",
-  'network.allowlist.names': 'no egress allowlists here yet (see network.allowlist)',
-  'network.allowlist.wildcards': 'no egress allowlists here yet (see network.allowlist)',
-  'network.allowlist.connections': 'no egress allowlists here yet (see network.allowlist)',
   'mounts.bind': 'upload the files after start (env.uploadDir)',
   'mounts.image':
     "Modal mounts a whole built image into a running sandbox (Sandbox.mount_image), with no subpath and nothing in its API making it read-only, while berth's image mounts are read-only: bake the runtime into the task image instead (image.build: a Dockerfile FROM the task image that COPYs it in)",

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { ConfigError, isBuiltImage, type EnvironmentSpec, type Operation } from '@berth/core';
+import { ConfigError, isBuiltImage, type EnvironmentSpec, type NetworkMode, type Operation } from '@berth/core';
 import {
   DEFAULT_LIFETIME_MS,
   defaultLifetimeMs,
@@ -285,12 +285,6 @@ export class ModalSandbox implements SandboxTransport {
     return ['/bin/sh', path];
   }
 
-  /**
-   * Replaces the task's outbound policy. The router's answer is taken as the policy applied: the
-   * router runs on the task's worker, Modal's SDKs say "established connections that the new policy
-   * no longer permits are terminated", and Modal's own example runs the next command straight after
-   * (not verified against the real service; see the README).
-   */
   /** Modal's filesystem snapshot through the task's router, kept for options.snapshotLifetimeMs (its images carry no labels). */
   async snapshot(ctx: SnapshotContext): Promise<SnapshotImage> {
     const { control, options } = this.#shared;
@@ -299,7 +293,13 @@ export class ModalSandbox implements SandboxTransport {
     return { ref: snapshotRef(BACKEND, imageId), remove: () => control.imageDelete(imageId) };
   }
 
-  async setNetwork(mode: 'public' | 'none'): Promise<void> {
+  /**
+   * Replaces the task's outbound policy. The router's answer is taken as the policy applied: the
+   * router runs on the task's worker, Modal's SDKs say "established connections that the new policy
+   * no longer permits are terminated", and Modal's own example runs the next command straight after
+   * (not verified against the real service; see the README).
+   */
+  async setNetwork(mode: NetworkMode): Promise<void> {
     await this.#routerFor().setNetworkAccess(switchedAccess(mode));
   }
 

@@ -4,7 +4,7 @@ import Docker from 'dockerode';
 import { SESSION_ID } from '@berth/core';
 import { listenForTokens, type ConformanceOptions } from '@berth/conformance';
 import { createModalBackend } from '@berth/backend-modal';
-import { bridgeGateway } from '@berth/test-support/docker-bridge';
+import { bridgeGateway, secondHostAddress } from '@berth/test-support/docker-bridge';
 import type { ModalSimulator } from '@berth/test-support/modal-sim';
 
 const docker = new Docker();
@@ -33,6 +33,8 @@ export function modalConformance(sim: ModalSimulator, backends: Array<{ close():
     },
     // The simulator runs public sandboxes on the engine's default bridge: its gateway is this machine.
     reachableListener: async () => listenForTokens(await bridgeGateway(docker)),
+    // Another of this machine's addresses, reached through the gateway: the allowlist cases' denied one.
+    secondListener: async () => listenForTokens(await secondHostAddress(docker)),
     faults: {
       // The container killed under Modal, as a worker failure would.
       kill: async (env) => {

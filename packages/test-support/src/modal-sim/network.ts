@@ -1,13 +1,16 @@
 // Modal's outbound network policies (modal.client.NetworkAccess) on a sandbox's container. OPEN is
 // the engine's bridge; BLOCKED (or the deprecated block_network) no network at all, for good (Modal
 // gives a blocked task no interface); ALLOWLIST the bridge, attached while the allowlist lets every
-// address out (0.0.0.0/0) and detached while it is empty, leaving only loopback. TaskSetNetworkAccess
-// replaces a running task's policy with an allowlist, as Modal's router does. Allowlists naming some
-// CIDRs or domains are not enforced here: the simulator refuses them rather than pretend.
+// address out (0.0.0.0/0) and detached while it is empty, leaving only loopback. An allowlist of
+// CIDRs is enforced as Modal documents it ("only allows traffic to the listed CIDR ranges (any
+// protocol)"; DNS still resolves): the container's own packet filter (egress-filter.ts). Domains
+// (Modal matches TLS server names on port 443) are not enforced here: refused rather than pretend.
+// TaskSetNetworkAccess replaces a running task's policy with an allowlist, as Modal's router does.
 import { isIPv4 } from 'node:net';
 import type Docker from 'dockerode';
 import type { Msg } from './codec.js';
 import { Code, RpcError } from './grpc-server.js';
+import { writeFilter } from './egress-filter.js';
 import { engineMessage } from './util.js';
 
 const BRIDGE = 'bridge';
@@ -17,8 +20,10 @@ const ALL_V4 = '0.0.0.0/0';
 export interface SandboxNetwork {
   /** Made BLOCKED: no interface, none to come. */
   blocked: boolean;
-  /** On the bridge now (open, or an allowlist letting everything out). */
+  /** On the bridge now (open, or an allowlist letting something out). */
   attached: boolean;
+  /** The CIDRs its packet filter lets out, while an allowlist of CIDRs holds (undefined: no filter). */
+  filter: readonly string[] | undefined;
   /** The policy now, as last asked for. */
   access: Msg;
   /** Switches of one sandbox, one at a time. */
@@ -31,17 +36,18 @@ function cidrOk(cidr: string): boolean {
   return isIPv4(ip) ? Number(bits) <= 32 : ip.includes(':') && Number(bits) <= 128;
 }
 
-/** An allowlist as Modal would check it; whether it lets everything out (true) or nothing (false). */
-function allowlist(access: Msg, field: string): boolean {
+/** An allowlist as Modal would check it: on the bridge or not, and the CIDRs a filter lets out (undefined: everything). */
+function allowlist(access: Msg, field: string): { attach: boolean; filter: string[] | undefined } {
   const cidrs = (access.allowed_cidrs ?? []) as string[];
   const domains = (access.allowed_domains ?? []) as string[];
   for (const c of cidrs) if (!cidrOk(c)) throw new RpcError(Code.INVALID_ARGUMENT, `${field}.allowed_cidrs: ${JSON.stringify(c)} is not a CIDR`);
   for (const d of domains) if (!d) throw new RpcError(Code.INVALID_ARGUMENT, `${field}.allowed_domains: an empty domain name`);
-  if (cidrs.includes(ALL_V4)) return true;
-  if (cidrs.length === 0 && domains.length === 0) return false;
+  if (cidrs.includes(ALL_V4)) return { attach: true, filter: undefined };
+  if (cidrs.length === 0 && domains.length === 0) return { attach: false, filter: undefined };
+  if (domains.length === 0 && cidrs.every((c) => isIPv4(c.split('/')[0] ?? ''))) return { attach: true, filter: cidrs };
   throw new RpcError(
     Code.UNIMPLEMENTED,
-    `the simulator enforces an empty allowlist or one allowing ${ALL_V4}, not ${JSON.stringify({ cidrs, domains })} (Modal filters by CIDR and domain)`,
+    `the simulator enforces allowlists of IPv4 CIDRs (empty, some, or ${ALL_V4}), not ${JSON.stringify({ cidrs, domains })} (Modal also filters domains by TLS server name)`,
   );
 }
 
@@ -52,8 +58,11 @@ export function createdNetwork(def: Msg): SandboxNetwork {
   const entries = ((access.allowed_cidrs ?? []) as string[]).length + ((access.allowed_domains ?? []) as string[]).length;
   if (def.block_network && (type === 'ALLOWLIST' || type === 'OPEN' || entries > 0))
     throw new RpcError(Code.INVALID_ARGUMENT, `block_network cannot be combined with ${type} network access or allowlist entries`);
-  const base = { queue: Promise.resolve(), access };
-  if (type === 'ALLOWLIST') return { ...base, blocked: false, attached: allowlist(access, 'network_access') };
+  const base = { queue: Promise.resolve(), access, filter: undefined };
+  if (type === 'ALLOWLIST') {
+    const { attach, filter } = allowlist(access, 'network_access');
+    return { ...base, blocked: false, attached: attach, filter };
+  }
   if (type === 'OPEN' && !def.block_network) return { ...base, blocked: false, attached: true };
   // BLOCKED, the deprecated block_network, or nothing said (as before: no network).
   return { ...base, blocked: true, attached: false };
@@ -64,9 +73,16 @@ export function networkMode(network: SandboxNetwork): string {
   return network.blocked ? 'none' : BRIDGE;
 }
 
-/** Puts the container where `network` says, before its task is handed out. */
-export async function settleNetwork(docker: Docker, container: Docker.Container, network: SandboxNetwork): Promise<void> {
-  if (!network.blocked && !network.attached) await docker.getNetwork(BRIDGE).disconnect({ Container: container.id, Force: true });
+/** Before the container starts: off the bridge if it must start so, or until its filter holds. */
+export async function prepareNetwork(docker: Docker, container: Docker.Container, network: SandboxNetwork): Promise<void> {
+  if (!network.blocked && (!network.attached || network.filter)) await docker.getNetwork(BRIDGE).disconnect({ Container: container.id, Force: true });
+}
+
+/** Once it runs, before its task is handed out: its filter written, then back on the bridge. */
+export async function settleNetwork(docker: Docker, container: Docker.Container, network: SandboxNetwork, labels: Record<string, string>): Promise<void> {
+  if (network.blocked || !network.filter) return;
+  await writeFilter(docker, container.id, network.filter, labels);
+  await docker.getNetwork(BRIDGE).connect({ Container: container.id });
 }
 
 /**
@@ -74,7 +90,13 @@ export async function settleNetwork(docker: Docker, container: Docker.Container,
  * expressed as an allow-all allowlist"), then the bridge attached or detached; it answers once the
  * container's network is the new one.
  */
-export function setNetworkAccess(docker: Docker, container: Docker.Container, network: SandboxNetwork, req: Msg): Promise<void> {
+export function setNetworkAccess(
+  docker: Docker,
+  container: Docker.Container,
+  network: SandboxNetwork,
+  req: Msg,
+  labels: Record<string, string>,
+): Promise<void> {
   const access = req.network_access as Msg | undefined;
   if (!access) throw new RpcError(Code.INVALID_ARGUMENT, 'network_access is required');
   if (access.network_access_type !== 'ALLOWLIST')
@@ -83,14 +105,18 @@ export function setNetworkAccess(docker: Docker, container: Docker.Container, ne
       `only ALLOWLIST network access can be set on a running task (got ${String(access.network_access_type ?? 'UNSPECIFIED')}): express open access as an allow-all allowlist`,
     );
   if (network.blocked) throw new RpcError(Code.FAILED_PRECONDITION, 'the task was created with its network blocked: it has no network to change');
-  const attach = allowlist(access, 'network_access');
+  const { attach, filter } = allowlist(access, 'network_access');
   const next = network.queue.then(async () => {
-    if (attach === network.attached) return;
     try {
+      // The filter first (written, or emptied once no longer wanted), then the bridge.
+      if (filter || network.filter) await writeFilter(docker, container.id, filter, labels);
+      network.filter = filter;
+      if (attach === network.attached) return;
       const bridge = docker.getNetwork(BRIDGE);
       if (attach) await bridge.connect({ Container: container.id });
       else await bridge.disconnect({ Container: container.id, Force: true });
     } catch (error) {
+      if (error instanceof RpcError) throw error;
       throw new RpcError(Code.INTERNAL, `could not change the task's network: ${engineMessage(error)}`);
     }
     network.attached = attach;

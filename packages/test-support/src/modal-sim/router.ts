@@ -169,7 +169,13 @@ export function routerMethods(deps: RouterDeps): MethodTable {
 
   unary('TaskSetNetworkAccess', async (req, ctx) => {
     const record = enter(req, ctx);
-    await setNetworkAccess(sandboxes.deps.docker, record.container as NonNullable<SandboxRecord['container']>, record.network, req);
+    await setNetworkAccess(
+      sandboxes.deps.docker,
+      record.container as NonNullable<SandboxRecord['container']>,
+      record.network,
+      req,
+      sandboxes.deps.labels(record.id),
+    );
     alive(record);
     return {};
   });

@@ -6,7 +6,7 @@
 import type Docker from 'dockerode';
 import type { Msg } from './codec.js';
 import { Code, RpcError, type CallContext } from './grpc-server.js';
-import { createdNetwork, settleNetwork } from './network.js';
+import { createdNetwork, prepareNetwork, settleNetwork } from './network.js';
 import { newSandboxId, notFound, type SandboxVersion } from './sandbox-ids.js';
 import { containerSpec, GPU_TYPES } from './container-spec.js';
 import type { SandboxDeps, SandboxRecord } from './sandbox-record.js';
@@ -157,8 +157,9 @@ export class Sandboxes {
       record.container = container;
       if (ended()) return void this.#remove(record);
       if (record.version === 2) record.stdio = await SandboxStdio.attach(container);
+      await prepareNetwork(this.deps.docker, container, record.network);
       await container.start();
-      await settleNetwork(this.deps.docker, container, record.network);
+      await settleNetwork(this.deps.docker, container, record.network, this.deps.labels(record.id));
       if (ended()) return void this.#remove(record);
       record.taskId = newId('ta');
       record.startedAt = Date.now() / 1000;
