@@ -10,6 +10,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listenForTokens, type ReachableListener } from '@berth/conformance';
+import { bridgeGateway, secondHostAddress } from '@berth/test-support/docker-bridge';
 import { ModalSimulator, sandboxVersionOf } from '@berth/test-support/modal-sim';
 import { readSdkDescriptors } from '@berth/test-support/modal-sim/sdk-schema';
 import { SDK_PYTHON, assertSdkVenv, sdkEnv } from './sdk/sdk-python.js';
@@ -43,6 +45,8 @@ interface Step {
 let sim: ModalSimulator;
 let dir: string;
 let run: { code: number | null; steps: Map<string, Step>; stdout: string; stderr: string };
+let allowed: ReachableListener;
+let denied: ReachableListener;
 
 function runScenario(env: Record<string, string>, timeoutMs: number): Promise<typeof run> {
   return new Promise((resolve, reject) => {
@@ -71,10 +75,14 @@ beforeAll(async () => {
   sim = await ModalSimulator.start();
   sim.addSecret(SECRET, { REGISTRY_USERNAME: 'berth', REGISTRY_PASSWORD: 'berth-test-secret' });
   dir = mkdtempSync(join(tmpdir(), 'berth-sdk-scenario-'));
+  allowed = await listenForTokens(await bridgeGateway());
+  denied = await listenForTokens(await secondHostAddress());
   const env = {
     ...sdkEnv(sim, dir),
     SDK_PRIVATE_IMAGE: PRIVATE,
     SDK_REGISTRY_SECRET: SECRET,
+    SDK_ALLOWED: `${allowed.host}:${allowed.port}`,
+    SDK_DENIED: `${denied.host}:${denied.port}`,
   };
   run = await runScenario(env, 280_000);
   // BERTH_SDK_SCENARIO_LOG=<file>: the SDK's own output (steps on stdout, tracebacks on stderr).
@@ -83,6 +91,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sim?.close();
+  await allowed?.close();
+  await denied?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -124,6 +134,12 @@ describe("Modal's Python SDK against the simulator", () => {
     expect(sim.calls.map((c) => c.path)).toEqual(
       expect.arrayContaining([expect.stringMatching(/TaskSnapshotFilesystem$/), expect.stringMatching(/ImageDelete$/)]),
     );
+  });
+
+  it('an outbound CIDR allowlist made by the SDK lets its address out and not another (checked by both listeners)', () => {
+    expect(step('cidr_allowlist').value).toStrictEqual({ allowed: 'reached', denied: 'blocked' });
+    expect(allowed.received('sdk-cidr-allowed')).toBe(true);
+    expect(denied.received('sdk-cidr-denied')).toBe(false);
   });
 
   it("tags, lists, reads the sandbox's output, terminates, waits and polls; the output stays readable after the end", () => {

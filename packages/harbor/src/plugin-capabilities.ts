@@ -12,6 +12,12 @@ export interface HarborPluginCapabilities {
     disable_internet: boolean;
     dynamic_network_policy: boolean;
     network_allowlist: boolean;
+    network_allowlist_hostnames: boolean;
+    network_allowlist_wildcard_hostnames: boolean;
+    network_allowlist_ipv4_addresses: boolean;
+    network_allowlist_ipv6_addresses: boolean;
+    network_allowlist_ipv4_cidrs: boolean;
+    network_allowlist_ipv6_cidrs: boolean;
     mounted: boolean;
     docker_compose: boolean;
   };
@@ -19,13 +25,20 @@ export interface HarborPluginCapabilities {
 }
 
 export function harborPluginCapabilities(capabilities: Capabilities): HarborPluginCapabilities {
+  const allowlist = capabilities.networkAllowlist;
   return {
     environment: {
       gpus: capabilities.gpus,
       disable_internet: capabilities.networkModes.includes('none'),
       dynamic_network_policy: capabilities.networkSwitch,
-      // Not yet: egress allowlists are their own issue.
-      network_allowlist: false,
+      // Per entry kind, as the backend enforces them (harbor refuses a task naming a kind not claimed); no IPv6.
+      network_allowlist: allowlist !== false,
+      network_allowlist_hostnames: allowlist !== false && allowlist.names !== false,
+      network_allowlist_wildcard_hostnames: allowlist !== false && allowlist.wildcards,
+      network_allowlist_ipv4_addresses: allowlist !== false,
+      network_allowlist_ipv6_addresses: false,
+      network_allowlist_ipv4_cidrs: allowlist !== false,
+      network_allowlist_ipv6_cidrs: false,
       // harbor's /logs binds and compose files are not berth's model: logs are copied, one container.
       mounted: false,
       docker_compose: false,

@@ -108,6 +108,44 @@ network_mode = "no-network"
   });
 }
 
+/**
+ * A task whose agent runs under an allowlist of `allowed`'s address and whose verifier runs public
+ * (the sandbox starts on no-network): the agent's phase tries both listeners, the verifier's
+ * `denied`'s, and the verifier writes what each saw to /logs/verifier/saw.txt.
+ */
+export async function writeAllowlistPhasesTask(
+  root: string,
+  allowed: { host: string; port: number },
+  denied: { host: string; port: number },
+  prefix: string,
+): Promise<string> {
+  const send = (phase: string, name: string, to: { host: string; port: number }) =>
+    `if printf %s ${prefix}-${phase}-${name} | nc -w 3 ${to.host} ${to.port} >/dev/null 2>&1; then echo ${phase}-${name}=reached; else echo ${phase}-${name}=blocked; fi`;
+  return writeTask(root, 'allowlist-phases', {
+    toml: `version = "1.0"
+[agent]
+timeout_sec = 60.0
+network_mode = "allowlist"
+allowed_hosts = ["${allowed.host}"]
+[verifier]
+timeout_sec = 60.0
+network_mode = "public"
+[environment]
+docker_image = "${BASIC_IMAGE}"
+network_mode = "no-network"
+`,
+    solve: `#!/bin/sh
+mkdir -p /app
+{ ${send('agent', 'allowed', allowed)}; ${send('agent', 'denied', denied)}; } > /app/agent.txt
+`,
+    test: `#!/bin/sh
+mkdir -p /logs/verifier
+{ cat /app/agent.txt; ${send('verifier', 'denied', denied)}; } > /logs/verifier/saw.txt
+echo 1 > /logs/verifier/reward.txt
+`,
+  });
+}
+
 /** Remove the images the Docker backend built from these contexts (tagged by their content), if there. */
 export async function removeBuiltImages(contexts: readonly string[]): Promise<void> {
   const docker = new Docker();

@@ -2,7 +2,7 @@
 // (`params.argv`), which the client can put in its own words (an --ek key, an argument).
 import { ConfigError } from '@berth/core';
 
-type Kind = 'string' | 'number' | 'boolean' | 'object' | 'string[]' | 'record';
+type Kind = 'string' | 'number' | 'boolean' | 'object' | 'string[]' | 'record' | 'network';
 
 function is(value: unknown, kind: Kind): boolean {
   switch (kind) {
@@ -12,6 +12,8 @@ function is(value: unknown, kind: Kind): boolean {
       return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.values(value).every((v) => typeof v === 'string');
     case 'object':
       return typeof value === 'object' && value !== null && !Array.isArray(value);
+    case 'network':
+      return typeof value === 'string' || is(value, 'object');
     default:
       return typeof value === kind;
   }
@@ -24,6 +26,7 @@ const SAID: Record<Kind, string> = {
   object: 'an object',
   'string[]': 'an array of strings',
   record: 'an object of strings',
+  network: "'public', 'none' or { allow: [...] }",
 };
 
 /** The params as an object; each field named in `required` and `optional` of its kind. */

@@ -1,7 +1,7 @@
 // What one `berth serve` process holds: the backend `initialize` named (pooled, with `pool`) and
 // every sandbox it started, by id. Each method is the library call it names; the server around
 // it (server.ts) owns the wire, cancellation and errors.
-import { ConfigError, pooled, type Backend, type Environment, type NetworkMode } from '@berth/core';
+import { ConfigError, NetworkSchema, pooled, type Backend, type Environment, type NetworkMode } from '@berth/core';
 import { checkParams } from './params.js';
 import { PROTOCOL_VERSION, type Methods, type OutputParams, type RequestId } from './protocol.js';
 
@@ -149,10 +149,15 @@ export class Session {
   }
 
   async setNetwork(raw: unknown): Promise<Result<'setNetwork'>> {
-    const p = checkParams<{ id: string; mode: NetworkMode }>('setNetwork', raw, { id: 'string', mode: 'string' });
-    if (p.mode !== 'public' && p.mode !== 'none')
-      throw new ConfigError({ operation: 'config', path: 'params.mode', message: `setNetwork: mode is 'public' or 'none', got ${JSON.stringify(p.mode)}` });
-    await this.#env(p.id).setNetwork(p.mode);
+    const p = checkParams<{ id: string; mode: NetworkMode }>('setNetwork', raw, { id: 'string', mode: 'network' });
+    const parsed = NetworkSchema.safeParse(p.mode);
+    if (!parsed.success)
+      throw new ConfigError({
+        operation: 'config',
+        path: 'params.mode',
+        message: `setNetwork: mode is 'public', 'none' or { allow: [...] } (hostnames, *.domain, IPv4 addresses and ranges), got ${JSON.stringify(p.mode)?.slice(0, 120)}`,
+      });
+    await this.#env(p.id).setNetwork(parsed.data);
     return {};
   }
 

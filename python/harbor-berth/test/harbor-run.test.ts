@@ -49,7 +49,7 @@ describe('harbor run on berth', () => {
     expect(pods.items.map((p) => p.metadata?.name)).toEqual([]);
   }, 600_000);
 
-  it('modal: the example tasks and the phases task through the Modal simulator', async () => {
+  it('modal: the example tasks, the phases task and an allowlist task through the Modal simulator', async () => {
     const sim = await ModalSimulator.start();
     try {
       const caFile = join(root, 'modal-ca.pem');
@@ -60,8 +60,9 @@ describe('harbor run on berth', () => {
       expect(examples.code, examples.output).toBe(0);
       expect(examples.output).not.toContain(sim.tokenSecret);
       expect(outcomes(join(jobs, 'modal-examples'))).toEqual(EXAMPLE_REWARDS);
-      const phases = await harborRun(FIXTURES, jobs, 'modal-phases', { backend: 'modal' }, { env, args: ['-i', 'phases'] });
-      expect(outcomes(join(jobs, 'modal-phases')), phases.output).toEqual({ phases: 1 });
+      // phases, and a task whose agent phase runs under an allowlist (harbor accepts it: the plugin claims allowlists on Modal).
+      const phases = await harborRun(FIXTURES, jobs, 'modal-phases', { backend: 'modal' }, { env, args: ['-i', 'phases', '-i', 'allowlist'] });
+      expect(outcomes(join(jobs, 'modal-phases')), phases.output).toEqual({ phases: 1, allowlist: 1 });
     } finally {
       await sim.close();
     }

@@ -6,6 +6,8 @@ and sets the environment:
   MODAL_CONFIG_PATH                                     a file that does not exist: no ~/.modal.toml
   SDK_PRIVATE_IMAGE                                     a tag of the loopback registry's private image
   SDK_REGISTRY_SECRET                                   a named secret holding that registry's credentials
+  SDK_ALLOWED, SDK_DENIED                               host:port of two listeners on this machine (an
+                                                        outbound CIDR allowlist lets the first out only)
 
 Nothing is monkeypatched: the SDK trusts the simulator's CA through its own certifi bundle (the test
 puts a copy that includes the CA first on PYTHONPATH).
@@ -248,6 +250,26 @@ def _():
     out = modal.Sandbox.from_id(sandbox().object_id).stdout.read()
     assert (out, err) == ("out-line\n", "err-line\n"), (out, err)
     return {"stdout": out, "stderr": err}
+
+
+@step("cidr_allowlist", needs=["app_lookup", "image_local"])
+def _():
+    # Modal's outbound CIDR allowlist, as the SDK makes it: the first listener's address only.
+    allowed_host, allowed_port = os.environ["SDK_ALLOWED"].split(":")
+    denied_host, denied_port = os.environ["SDK_DENIED"].split(":")
+    sb = modal.Sandbox.create(
+        "sleep", "600", app=modal.App.lookup("sdk-scenario"), image=modal.Image.from_registry(LOCAL), timeout=120,
+        outbound_cidr_allowlist=[f"{allowed_host}/32"],
+    )
+    try:
+        seen = {}
+        for name, host, port in (("allowed", allowed_host, allowed_port), ("denied", denied_host, denied_port)):
+            p = sb.exec("sh", "-c", f"printf %s sdk-cidr-{name} | nc -w 3 {host} {port}")
+            seen[name] = p.wait()
+        assert seen["allowed"] == 0 and seen["denied"] != 0, seen
+        return {k: ("reached" if v == 0 else "blocked") for k, v in seen.items()}
+    finally:
+        sb.terminate()
 
 
 print(f"DONE failed={json.dumps(failed)}", flush=True)

@@ -28,6 +28,15 @@ from .rpc import BerthProcess, berth_command, shared_process
 _shells: dict[str, str] = {}
 
 
+def _berth_network(policy: NetworkPolicy) -> Any:
+    """harbor's policy as berth's network: 'none', 'public', or an allowlist { allow: [...] } (sorted, so equal lists compare equal)."""
+    if policy.network_mode == NetworkMode.NO_NETWORK:
+        return "none"
+    if policy.network_mode == NetworkMode.ALLOWLIST:
+        return {"allow": sorted(policy.allowed_hosts)}
+    return "public"
+
+
 def _capabilities() -> dict[str, Any]:
     return json.loads(resources.files("berth_harbor").joinpath("capabilities.json").read_text())
 
@@ -93,9 +102,9 @@ class BerthEnvironment(BaseEnvironment):
         spec: dict[str, Any] = {
             "image": image,
             "resources": resources,
-            "network": "none" if self.network_policy.network_mode == NetworkMode.NO_NETWORK else "public",
+            "network": _berth_network(self.network_policy),
             # Another phase's network differs from the start's: the sandbox must be able to switch.
-            "networkSwitch": any(p.network_mode != self.network_policy.network_mode for p in policies),
+            "networkSwitch": any(_berth_network(p) != _berth_network(self.network_policy) for p in policies),
             "env": self._startup_env() or {},
             # The same for every trial (a per-trial label would give each trial its own warm pool);
             # the trial log names its sandbox.
@@ -201,6 +210,5 @@ class BerthEnvironment(BaseEnvironment):
 
     async def _apply_network_policy(self, network_policy: NetworkPolicy) -> None:
         process, sandbox = self._sandbox()
-        mode = "none" if network_policy.network_mode == NetworkMode.NO_NETWORK else "public"
-        await process.call("setNetwork", {"id": sandbox, "mode": mode})
+        await process.call("setNetwork", {"id": sandbox, "mode": _berth_network(network_policy)})
 
