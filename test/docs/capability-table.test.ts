@@ -51,7 +51,13 @@ describe("the README's generated parts", () => {
   });
 
   it("the skip list names each skipped case with the capability it needs and the backend's hint", () => {
-    const all = { ...createDockerBackend({ egressImage: 'egress:1' }).capabilities, networkModes: ['public', 'none'] as const, networkSwitch: true, execUser: true, imageBuild: true };
+    const all = {
+      ...createDockerBackend({ egressImage: 'egress:1' }).capabilities,
+      networkModes: ['public', 'none'] as const,
+      networkSwitch: true,
+      execUser: true,
+      imageBuild: true,
+    };
     const table = skippedCasesTable([{ name: 'x', capabilities: { ...all, mounts: ['bind', 'image'], tty: false }, hints: { tty: 'use Docker' } }]);
     expect(table.split('\n').slice(2)).toEqual([
       '| x | `exec.tty` | the backend does not claim tty (use Docker) |',
