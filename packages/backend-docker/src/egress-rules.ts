@@ -1,6 +1,5 @@
-import { lookup } from 'node:dns/promises';
 import type Docker from 'dockerode';
-import { BackendUnavailableError, ConfigError, allowEntries, type AllowlistEnforcement, type NetworkAllowlist } from '@berth/core';
+import { ConfigError, type AllowlistEnforcement } from '@berth/core';
 import { BACKEND } from './identity.js';
 
 /**
@@ -12,42 +11,6 @@ import { BACKEND } from './identity.js';
  * replies. A switch replaces the whole table, so packets of connections it no longer allows stop.
  */
 export const ALLOWLIST_ENFORCEMENT: AllowlistEnforcement = { addresses: 'packet', names: 'resolved', wildcards: false, dns: 'open', connections: 'ended' };
-
-/** Resolves a hostname to its IPv4 addresses (options.resolveHost, else the runner's resolver). */
-export type HostResolver = (name: string) => Promise<readonly string[]>;
-export const systemResolver: HostResolver = async (name) => (await lookup(name, { all: true, family: 4 })).map((a) => a.address);
-
-/** The CIDRs an allowlist allows: its ranges and addresses, and its names' addresses resolved now. */
-export async function allowedBlocks(allowlist: NetworkAllowlist, resolve: HostResolver, environmentId: string): Promise<string[]> {
-  const ctx = { operation: 'network' as const, backend: BACKEND, environmentId };
-  const blocks = new Set<string>();
-  for (const entry of allowEntries(allowlist)) {
-    if (entry.kind === 'range') blocks.add(entry.cidr);
-    else if (entry.kind === 'address') blocks.add(`${entry.address}/32`);
-    else if (entry.kind === 'host') {
-      let addresses: readonly string[];
-      try {
-        addresses = await resolve(entry.host);
-      } catch (error) {
-        const code = (error as { code?: unknown }).code;
-        if (code === 'ENOTFOUND' || code === 'ENODATA')
-          throw new ConfigError({
-            ...ctx,
-            path: 'spec.network.allow',
-            message: `the allowlist's host "${entry.host}" has no IPv4 address (${String(code)}): Docker enforces names by the addresses berth resolves for them, so list a name that resolves, or its addresses`,
-            cause: error,
-          });
-        throw new BackendUnavailableError({
-          ...ctx,
-          message: `resolving the allowlist's host "${entry.host}" failed: ${(error as Error).message}`,
-          cause: error,
-        });
-      }
-      for (const address of addresses) blocks.add(`${address}/32`);
-    } else throw new Error('unreachable: wildcards are refused before any I/O (ALLOWLIST_ENFORCEMENT.wildcards)');
-  }
-  return [...blocks];
-}
 
 /** iptables-restore input for the sandbox's namespace: loopback, replies, the blocks, DNS to its resolvers; nothing else. */
 export function allowRules(blocks: readonly string[], nameservers: readonly string[]): string {

@@ -1,6 +1,8 @@
 import type Docker from 'dockerode';
 import type { NetworkAllowlist } from '@berth/core';
-import { OPEN_RULES, allowRules, allowedBlocks, applyRules, nameserversOf, systemResolver } from './egress-rules.js';
+import { allowedBlocks, systemResolver } from '@berth/core/backend-kit';
+import { OPEN_RULES, allowRules, applyRules, nameserversOf } from './egress-rules.js';
+import { BACKEND } from './identity.js';
 import type { DockerBackendOptions } from './options.js';
 
 /** One sandbox's packet filter for allowlists (see egress-rules.ts): written, replaced, emptied. */
@@ -19,7 +21,7 @@ export class SandboxEgress {
 
   /** The allowlist's blocks, its names resolved now (before a container is made for it, at start). */
   blocks(allowlist: NetworkAllowlist): Promise<string[]> {
-    return allowedBlocks(allowlist, this.#options.resolveHost ?? systemResolver, this.#id);
+    return allowedBlocks(allowlist, this.#options.resolveHost ?? systemResolver, { backend: BACKEND, environmentId: this.#id, engine: 'Docker' });
   }
 
   /** Writes the filter for `blocks`, DNS to the sandbox's own resolvers (its resolv.conf) let through. */

@@ -1,8 +1,7 @@
-import { lookup } from 'node:dns/promises';
 import { NetworkingV1Api, PatchStrategy, setHeaderOptions, type V1NetworkPolicy, type V1NetworkPolicyEgressRule } from '@kubernetes/client-node';
-import { BackendUnavailableError, ConfigError, allowEntries, type AllowlistEnforcement, type NetworkAllowlist } from '@berth/core';
+import type { AllowlistEnforcement } from '@berth/core';
 import { LABEL_MANAGED } from '@berth/core/backend-kit';
-import { BACKEND, type Cluster } from './cluster.js';
+import type { Cluster } from './cluster.js';
 import { idempotent, statusOf } from './k8s-errors.js';
 import { LABEL_NETWORK } from './pod-manifest.js';
 
@@ -23,49 +22,8 @@ export const ALLOW_LABEL = 'allow';
 /** Each pod's allowlist policy selects it by this label (its own name). */
 export const LABEL_EGRESS = 'berth.egress';
 
-/** Resolves a hostname to its IPv4 addresses (options.resolveHost, else the runner's resolver). */
-export type HostResolver = (name: string) => Promise<readonly string[]>;
-
-export const systemResolver: HostResolver = async (name) => (await lookup(name, { all: true, family: 4 })).map((a) => a.address);
-
 export function egressPolicyName(pod: string): string {
   return `${pod}-egress`;
-}
-
-/** The CIDRs an allowlist allows: its ranges and addresses, and the resolved addresses of its names. */
-export async function allowedBlocks(allowlist: NetworkAllowlist, resolve: HostResolver, environmentId: string): Promise<string[]> {
-  const blocks = new Set<string>();
-  for (const entry of allowEntries(allowlist)) {
-    if (entry.kind === 'range') blocks.add(entry.cidr);
-    else if (entry.kind === 'address') blocks.add(`${entry.address}/32`);
-    else if (entry.kind === 'host') {
-      for (const address of await resolveName(entry.host, resolve, environmentId)) blocks.add(`${address}/32`);
-    } else throw new Error('unreachable: wildcards are refused before any I/O (ALLOWLIST_ENFORCEMENT.wildcards)');
-  }
-  return [...blocks];
-}
-
-async function resolveName(host: string, resolve: HostResolver, environmentId: string): Promise<readonly string[]> {
-  const ctx = { operation: 'network' as const, backend: BACKEND, environmentId };
-  let addresses: readonly string[];
-  try {
-    addresses = await resolve(host);
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (code === 'ENOTFOUND' || code === 'ENODATA') {
-      throw new ConfigError({
-        ...ctx,
-        path: 'spec.network.allow',
-        message: `the allowlist's host "${host}" has no IPv4 address (${String(code)}): Kubernetes enforces names by the addresses berth resolves for them, so list a name that resolves, or its addresses`,
-        cause: error,
-      });
-    }
-    throw new BackendUnavailableError({ ...ctx, message: `resolving the allowlist's host "${host}" failed: ${(error as Error).message}`, cause: error });
-  }
-  if (addresses.length === 0) {
-    throw new ConfigError({ ...ctx, path: 'spec.network.allow', message: `the allowlist's host "${host}" resolved to no IPv4 address` });
-  }
-  return addresses;
 }
 
 /**

@@ -13,7 +13,8 @@ import {
   type NetworkAllowlist,
   type NetworkMode,
 } from '@berth/core';
-import { ALLOW_LABEL, LABEL_EGRESS, allowedBlocks, applyEgressPolicy, egressPolicyManifest, systemResolver } from './egress-policy.js';
+import { allowedBlocks, systemResolver } from '@berth/core/backend-kit';
+import { ALLOW_LABEL, LABEL_EGRESS, applyEgressPolicy, egressPolicyManifest } from './egress-policy.js';
 import { BACKEND, type Cluster } from './cluster.js';
 import { idempotent } from './k8s-errors.js';
 import { NETWORK_POLICY, ensureNetworkPolicy } from './network-policy.js';
@@ -178,7 +179,7 @@ export class PodNetwork {
 
   /** The IP blocks `allowlist` allows, its names resolved now (before a pod is made for it, so a name that does not resolve costs no pod). */
   blocks(allowlist: NetworkAllowlist, environmentId: string): Promise<string[]> {
-    return allowedBlocks(allowlist, this.#options.resolveHost ?? systemResolver, environmentId);
+    return allowedBlocks(allowlist, this.#options.resolveHost ?? systemResolver, { backend: BACKEND, environmentId, engine: 'Kubernetes' });
   }
 
   /**

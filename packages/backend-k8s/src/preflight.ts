@@ -22,6 +22,9 @@ const NEEDED: ReadonlyArray<[verb: string, resource: string, subresource?: strin
   // Network 'none' and switching: the namespace's deny-all policy.
   ['get', 'networkpolicies', undefined, 'networking.k8s.io'],
   ['create', 'networkpolicies', undefined, 'networking.k8s.io'],
+  // Allowlists: each such pod's own policy, replaced on a switch, deleted at teardown.
+  ['patch', 'networkpolicies', undefined, 'networking.k8s.io'],
+  ['delete', 'networkpolicies', undefined, 'networking.k8s.io'],
 ];
 
 /** Why this namespace: a context that names none gets 'default', said, not silently. */

@@ -56,6 +56,7 @@ export { keepAliveCommand } from './keep-alive.js';
 export { snapshotIdOf, snapshotRef } from './snapshot-ref.js';
 export { IMAGE_MOUNT_NO_DIRECTORY, IMAGE_MOUNT_STAGING, imageMountCopyCommand } from './image-mount-copy.js';
 export { isUnreachable, refusedBeforeSending, unreachableApi } from './network-errors.js';
+export { allowedBlocks, systemResolver, type HostResolver } from './allowlist-blocks.js';
 export { API_RETRY_DEFAULTS, retryIdempotent, type ApiRetryPolicy, type TransientAnswer } from './api-retry.js';
 export { retryDelayMs } from '../time/backoff.js';
 export { preflightFailure } from './backend-helpers.js';
