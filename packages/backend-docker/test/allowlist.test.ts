@@ -8,7 +8,7 @@ import { randomBytes, randomInt } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CapabilityError, type Environment } from '@berth/core';
-import { listenForTokens, type ReachableListener } from '@berth/conformance';
+import { listenForTokens, reaches } from '@berth/conformance';
 import { createDockerBackend } from '@berth/backend-docker';
 import { bridgeGateway } from '@berth/test-support/docker-bridge';
 
@@ -46,14 +46,6 @@ async function start(spec: Parameters<typeof backend.start>[0]): Promise<Environ
   const env = await backend.start(spec);
   envs.push(env);
   return env;
-}
-
-/** A fresh token sent from inside: true when the listener got it (nc and the listener agree). */
-async function reaches(env: Environment, listener: ReachableListener): Promise<boolean> {
-  const token = `berth-${randomBytes(6).toString('hex')}`;
-  const r = await env.exec(`printf %s ${token} | nc -w 3 ${listener.host} ${listener.port}`);
-  expect(r.exitCode === 0).toBe(listener.received(token));
-  return listener.received(token);
 }
 
 describe('docker network allowlist, the sandbox own packet filter', () => {

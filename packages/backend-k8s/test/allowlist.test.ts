@@ -4,11 +4,10 @@
 // other not, in the same pod (the positive control is the allowed one, and a public pod first
 // reaches both). Names are resolved by berth (options.resolveHost here: the test
 // cluster has no DNS).
-import { randomBytes } from 'node:crypto';
 import { NetworkingV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CapabilityError, type Environment } from '@berth/core';
-import { listenForTokens, type ReachableListener } from '@berth/conformance';
+import { listenForTokens, reaches } from '@berth/conformance';
 import { createK8sBackend } from '@berth/backend-k8s';
 import {
   ADMIN_KUBECONFIG,
@@ -47,14 +46,6 @@ async function start(spec: Parameters<typeof backend.start>[0]): Promise<Environ
   const env = await backend.start(spec);
   envs.push(env);
   return env;
-}
-
-/** A fresh token sent from inside the pod: true when the listener got it (nc and the listener agree). */
-async function reaches(env: Environment, listener: ReachableListener): Promise<boolean> {
-  const token = `berth-${randomBytes(6).toString('hex')}`;
-  const r = await env.exec(`printf %s ${token} | nc -w 3 ${listener.host} ${listener.port}`);
-  expect(r.exitCode === 0).toBe(listener.received(token));
-  return listener.received(token);
 }
 
 async function policies(): Promise<string[]> {

@@ -1,5 +1,6 @@
 export { describeBackendConformance } from './suite.js';
 export type { CaseNeed, ConformanceFaults, ConformanceImages, ConformanceOptions, ReachableListener } from './options.js';
 export { listenForTokens } from './listener.js';
+export { reaches, resolves } from './cases/network-probes.js';
 export { execInFlight } from './in-flight.js';
 export { CASE_REQUIREMENTS, POOLED_SKIP, POOL_CASES, capabilityGap, skippedCases, skippedCasesTable } from './requirements.js';
