@@ -30,6 +30,7 @@ export const HINTS = {
   'network.allowlist.names': 'only with options.egressImage (see network.allowlist)',
   'network.allowlist.wildcards':
     'packet filters see addresses, and berth resolves names to addresses for them: a wildcard names no address; list each hostname',
+  'network.allowlist.dns': 'only with options.egressImage (see network.allowlist)',
   'network.allowlist.connections': 'only with options.egressImage (see network.allowlist)',
   gpus: "install the NVIDIA Container Toolkit on the engine's host and register its runtime (nvidia-ctk runtime configure --runtime=docker, then restart dockerd), or set resources.gpus to 0",
   gpuTypes:

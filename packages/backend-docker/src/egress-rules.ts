@@ -7,12 +7,18 @@ import { BACKEND } from './identity.js';
  * sandbox's own network namespace, written by a short-lived helper container that shares it and
  * alone holds NET_ADMIN (the sandbox never does, so it cannot undo them). Every packet out is
  * checked by destination (addresses and ranges, any port); hostnames are resolved by berth when
- * the allowlist is applied; DNS is let through to the sandbox's own resolvers. Nothing comes in but
- * replies. A switch replaces the whole table, so packets of connections it no longer allows stop.
+ * the allowlist is applied. The sandbox's resolvers are cut off (the engine's on loopback too), and
+ * the allowlist's names are written into its /etc/hosts, so those names resolve inside and no
+ * other does. Nothing comes in but replies. A switch replaces the whole table, so packets of
+ * connections it no longer allows stop.
  */
-export const ALLOWLIST_ENFORCEMENT: AllowlistEnforcement = { addresses: 'packet', names: 'resolved', wildcards: false, dns: 'open', connections: 'ended' };
+export const ALLOWLIST_ENFORCEMENT: AllowlistEnforcement = { addresses: 'packet', names: 'resolved', wildcards: false, dns: 'allowed', connections: 'ended' };
 
-/** iptables-restore input for the sandbox's namespace: loopback, replies, the blocks, DNS to its resolvers; nothing else. */
+/**
+ * iptables-restore input for the sandbox's namespace: loopback, replies and the blocks; nothing
+ * else. `nameservers` (its resolv.conf's) on loopback are refused first: the engine's own resolver
+ * (127.0.0.11 on a user-defined network) would otherwise answer any name through loopback.
+ */
 export function allowRules(blocks: readonly string[], nameservers: readonly string[]): string {
   const lines = [
     '*filter',
@@ -22,9 +28,9 @@ export function allowRules(blocks: readonly string[], nameservers: readonly stri
     '-A INPUT -i lo -j ACCEPT',
     '-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT',
     '-A INPUT -j DROP',
+    ...nameservers.filter((ns) => ns.startsWith('127.')).map((ns) => `-A OUTPUT -d ${ns}/32 -j REJECT`),
     '-A OUTPUT -o lo -j ACCEPT',
     ...blocks.map((cidr) => `-A OUTPUT -d ${cidr} -j ACCEPT`),
-    ...nameservers.flatMap((ns) => [`-A OUTPUT -d ${ns}/32 -p udp --dport 53 -j ACCEPT`, `-A OUTPUT -d ${ns}/32 -p tcp --dport 53 -j ACCEPT`]),
     '-A OUTPUT -j REJECT',
     'COMMIT',
   ];

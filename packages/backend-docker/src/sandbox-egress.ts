@@ -1,17 +1,20 @@
 import type Docker from 'dockerode';
 import type { NetworkAllowlist } from '@berth/core';
-import { allowedBlocks, systemResolver } from '@berth/core/backend-kit';
+import { hostsFileCommand, resolveAllowlist, systemResolver, type AllowedHost, type ResolvedAllowlist } from '@berth/core/backend-kit';
+import { ConfigError } from '@berth/core';
 import { OPEN_RULES, allowRules, applyRules, nameserversOf } from './egress-rules.js';
 import { BACKEND } from './identity.js';
 import type { DockerBackendOptions } from './options.js';
 
-/** One sandbox's packet filter for allowlists (see egress-rules.ts): written, replaced, emptied. */
+/** One sandbox's packet filter and hosts lines for allowlists (see egress-rules.ts): written, replaced, emptied. */
 export class SandboxEgress {
   readonly #docker: Docker;
   readonly #id: string;
   readonly #options: DockerBackendOptions;
   /** Whether a filter was written (so 'public' must empty it). */
   #filtered = false;
+  /** Whether berth's lines are in the sandbox's /etc/hosts (so 'public' must remove them). */
+  #hosts = false;
 
   constructor(docker: Docker, id: string, options: DockerBackendOptions) {
     this.#docker = docker;
@@ -19,20 +22,48 @@ export class SandboxEgress {
     this.#options = options;
   }
 
-  /** The allowlist's blocks, its names resolved now (before a container is made for it, at start). */
-  blocks(allowlist: NetworkAllowlist): Promise<string[]> {
-    return allowedBlocks(allowlist, this.#options.resolveHost ?? systemResolver, { backend: BACKEND, environmentId: this.#id, engine: 'Docker' });
+  /** The allowlist's blocks and names, its names resolved now (before a container is made for it, at start). */
+  resolve(allowlist: NetworkAllowlist): Promise<ResolvedAllowlist> {
+    return resolveAllowlist(allowlist, this.#options.resolveHost ?? systemResolver, { backend: BACKEND, environmentId: this.#id, engine: 'Docker' });
   }
 
-  /** Writes the filter for `blocks`, DNS to the sandbox's own resolvers (its resolv.conf) let through. */
+  /** Writes the filter for `blocks`, the sandbox's resolvers (its resolv.conf's) cut off. */
   async apply(blocks: readonly string[], labels: Record<string, string>): Promise<void> {
     const rules = allowRules(blocks, nameserversOf(await this.#resolvConf()));
     this.#filtered = true;
     await applyRules(this.#docker, this.#id, this.#image(), rules, labels, this.#id);
   }
 
-  /** Empties the filter, if one was written. */
+  /**
+   * Makes the allowlist's names resolve inside (its resolvers being cut off): berth's lines in its
+   * /etc/hosts replaced, by a shell run as root (whatever the image's user). Written after the
+   * sandbox joins its network, as the engine edits the file then.
+   */
+  async writeHosts(hosts: readonly AllowedHost[]): Promise<void> {
+    if (hosts.length === 0 && !this.#hosts) return;
+    const exec = await this.#docker.getContainer(this.#id).exec({ Cmd: hostsFileCommand(hosts), User: '0', AttachStdout: true, AttachStderr: true });
+    const stream = await exec.start({});
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    const { ExitCode } = await exec.inspect();
+    if (ExitCode !== 0)
+      throw new ConfigError({
+        operation: 'network',
+        backend: BACKEND,
+        environmentId: this.#id,
+        path: 'spec.network.allow',
+        message: `the allowlist's names could not be written into the sandbox's /etc/hosts (/bin/sh exited ${ExitCode}: ${Buffer.concat(chunks)
+          .toString('utf8')
+          .replace(/[\x00-\x08]/g, '')
+          .trim()
+          .slice(-300)}): names need /bin/sh in the image; list addresses or ranges instead`,
+      });
+    this.#hosts = hosts.length > 0;
+  }
+
+  /** Empties the filter and removes berth's hosts lines, where they were written. */
   async open(labels: Record<string, string>): Promise<void> {
+    await this.writeHosts([]);
     if (!this.#filtered) return;
     await applyRules(this.#docker, this.#id, this.#image(), OPEN_RULES, labels, this.#id);
     this.#filtered = false;

@@ -192,7 +192,7 @@ export class DockerSandbox implements SandboxTransport {
     // offline, taken off it before it starts: NetworkMode 'none' could never be connected later.
     // An allowlist's sandbox joins the bridge only once its packet filter is written.
     const allowlist = isAllowlist(this.#spec.network) ? this.#spec.network : undefined;
-    const blocks = allowlist ? await this.#egress.blocks(allowlist) : [];
+    const resolved = allowlist ? await this.#egress.resolve(allowlist) : undefined;
     const offline = this.#spec.network === 'none' || allowlist !== undefined;
     const network = networkSwitch || allowlist ? 'public' : this.#spec.network;
     // Mounts, not Binds: Binds silently creates a missing host path as an empty directory.
@@ -241,8 +241,9 @@ export class DockerSandbox implements SandboxTransport {
       ctx.progress({ reached: 'running' });
       if (allowlist) {
         ctx.progress({ status: `writing the allowlist's packet filter (${allowlist.allow.length} entries) into the sandbox` });
-        await this.#egress.apply(blocks, ctx.labels);
+        await this.#egress.apply(resolved?.blocks ?? [], ctx.labels);
         await this.#bridge('public');
+        await this.#egress.writeHosts(resolved?.hosts ?? []);
         ctx.progress({ reached: 'network' });
       }
     } catch (error) {
@@ -317,8 +318,10 @@ export class DockerSandbox implements SandboxTransport {
    */
   async setNetwork(mode: NetworkMode): Promise<void> {
     if (isAllowlist(mode)) {
-      await this.#egress.apply(await this.#egress.blocks(mode), this.#labels);
-      return this.#bridge('public');
+      const { blocks, hosts } = await this.#egress.resolve(mode);
+      await this.#egress.apply(blocks, this.#labels);
+      await this.#bridge('public');
+      return this.#egress.writeHosts(hosts);
     }
     if (mode === 'public') await this.#egress.open(this.#labels);
     return this.#bridge(mode);

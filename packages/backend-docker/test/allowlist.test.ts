@@ -79,6 +79,29 @@ describe('docker network allowlist, the sandbox own packet filter', () => {
     expect(await reaches(env, own)).toBe(false);
   });
 
+  it("DNS: the engine's resolver answers a public sandbox and nothing under an allowlist, whose name resolves from /etc/hosts; 'public' undoes both", async () => {
+    // The engine's own resolver (127.0.0.11 on a user-defined network) answers another container's
+    // name by itself, so nothing is asked beyond this machine.
+    const peer = await start({ image: IMAGE, network: 'public' });
+    const env = await start({ image: IMAGE, network: 'public', networkSwitch: true });
+    const peerAddress = async () => {
+      const r = await env.exec(['nslookup', '-type=a', peer.id], { timeoutMs: 30_000 });
+      return r.exitCode === 0 ? r.stdout.match(/Address:\s*(\d+\.\d+\.\d+\.\d+)\s*$/m)?.[1] : undefined;
+    };
+    const berthLines = async () => (await env.exec(['grep', '-c', 'berth-allowlist', '/etc/hosts'])).stdout.trim();
+    const address = await peerAddress();
+    expect(address, "a public sandbox must resolve another container's name through the engine's resolver").toMatch(/^10\.214\./);
+
+    await env.setNetwork({ allow: ['own.berth.test'] });
+    expect(await peerAddress(), 'a name the allowlist does not list resolved').toBeUndefined();
+    expect(await reaches(env, { ...own, host: 'own.berth.test' }), "the allowlist's name did not resolve inside to its address, or was not reached").toBe(true);
+    expect(await berthLines()).toBe('1');
+
+    await env.setNetwork('public');
+    expect(await peerAddress(), 'public did not give the engine resolver back').toBe(address);
+    expect(await berthLines(), "berth's hosts lines outlived the allowlist").toBe('0');
+  });
+
   it('without options.egressImage an allowlist is refused by name before anything is made; so is a wildcard with it', async () => {
     const plain = createDockerBackend({ pullPolicy: 'never', labels: LABELS });
     const refused = await plain.start({ image: IMAGE, network: { allow: [own.host] } }).catch((e: unknown) => e);

@@ -10,12 +10,13 @@ import { LABEL_NETWORK } from './pod-manifest.js';
  * rules are IP blocks (every packet's destination address, any port). Hostnames are resolved by
  * berth when the allowlist is applied (at start, at setNetwork) and allowed as those addresses, so
  * anything sharing an address is let through, and a name whose addresses change is stale until
- * applied again; wildcards have no addresses and are refused. DNS is open to the cluster's resolver
- * (kube-dns pods in kube-system, port 53), so names resolve in the pod. A switch changes the
- * policy, and the enforcer lets connections already open run on (kube-router accepts established
- * flows first).
+ * applied again; wildcards have no addresses and are refused. The cluster's resolver is not
+ * allowed (unless the allowlist lists its address): the allowlist's names are written into the
+ * pod's /etc/hosts instead (pod-allowlist.ts), so they resolve in the pod and no other name does.
+ * A switch changes the policy, and the enforcer lets connections already open run on (kube-router
+ * accepts established flows first).
  */
-export const ALLOWLIST_ENFORCEMENT: AllowlistEnforcement = { addresses: 'packet', names: 'resolved', wildcards: false, dns: 'open', connections: 'kept' };
+export const ALLOWLIST_ENFORCEMENT: AllowlistEnforcement = { addresses: 'packet', names: 'resolved', wildcards: false, dns: 'allowed', connections: 'kept' };
 
 /** The pod's label value while its allowlist policy applies (the label's other values: 'public', 'none'). */
 export const ALLOW_LABEL = 'allow';
@@ -30,7 +31,8 @@ export function egressPolicyName(pod: string): string {
  * The pod's own policy: it selects the pod (by its name in LABEL_EGRESS) only while its network
  * label says 'allow', allows nothing in (as 'none') and out only to the blocks, each in a rule of
  * its own (kube-router puts one rule's blocks in one set, where one block's `except` could cancel
- * another), and DNS to the cluster's resolver. Owned by the pod: the cluster removes it with the pod.
+ * another), nothing else (no DNS: see ALLOWLIST_ENFORCEMENT). Owned by the pod: the cluster
+ * removes it with the pod.
  */
 export function egressPolicyManifest(input: {
   namespace: string;
@@ -40,13 +42,6 @@ export function egressPolicyManifest(input: {
   labels: Readonly<Record<string, string>>;
 }): V1NetworkPolicy {
   const egress: V1NetworkPolicyEgressRule[] = input.blocks.map((cidr) => ({ to: [{ ipBlock: { cidr } }] }));
-  egress.push({
-    to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
-    ports: [
-      { protocol: 'UDP', port: 53 },
-      { protocol: 'TCP', port: 53 },
-    ],
-  });
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',

@@ -13,7 +13,6 @@ import {
   type NetworkAllowlist,
   type NetworkMode,
 } from '@berth/core';
-import { allowedBlocks, systemResolver } from '@berth/core/backend-kit';
 import { ALLOW_LABEL, LABEL_EGRESS, applyEgressPolicy, egressPolicyManifest } from './egress-policy.js';
 import { BACKEND, type Cluster } from './cluster.js';
 import { idempotent } from './k8s-errors.js';
@@ -175,11 +174,6 @@ export class PodNetwork {
     await this.label(pod, allowlist);
     // Checked against what the policy holds: its names as the addresses they resolved to.
     await this.settle(pod, { allow: blocks }, environmentId, signal);
-  }
-
-  /** The IP blocks `allowlist` allows, its names resolved now (before a pod is made for it, so a name that does not resolve costs no pod). */
-  blocks(allowlist: NetworkAllowlist, environmentId: string): Promise<string[]> {
-    return allowedBlocks(allowlist, this.#options.resolveHost ?? systemResolver, { backend: BACKEND, environmentId, engine: 'Kubernetes' });
   }
 
   /**

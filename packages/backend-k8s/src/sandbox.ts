@@ -10,10 +10,10 @@ import {
   type NetworkMode,
   type Operation,
 } from '@berth/core';
-import { deleteEgressPolicy } from './egress-policy.js';
 import {
   retryIdempotent,
   type CreationLimiter,
+  type ResolvedAllowlist,
   throwIfAborted,
   type CreateContext,
   type ProcessRequest,
@@ -28,6 +28,7 @@ import { apiMessage, idempotent, mapApiError, statusOf, transientAnswer } from '
 import type { K8sBackendOptions } from './options.js';
 import { CONTAINER, podManifest } from './pod-manifest.js';
 import type { PodNetwork } from './pod-network.js';
+import { PodAllowlist } from './pod-allowlist.js';
 import { acquirePullSecrets, manifestMounts, withMain, type PodImages } from './pod-images.js';
 import { unreadSecrets } from './pull-events.js';
 import { podEvents } from './pod-report.js';
@@ -67,8 +68,6 @@ export class K8sSandbox implements SandboxTransport {
   #hadCredentials = false;
   /** The node the pod was bound to, once the watch said. */
   #node: string | undefined;
-  /** Whether an allowlist policy of the pod's own was made (removed at removal). */
-  #egressPolicy = false;
   /** Start phases already said (each once). */
   readonly #reached = new Set<'pulled' | 'running'>();
   /** A create still running (settles, never rejects): it may yet make a pod naming #secrets. */
@@ -76,6 +75,8 @@ export class K8sSandbox implements SandboxTransport {
 
   readonly #removals: CreationLimiter;
   readonly #network: PodNetwork;
+  /** The pod's allowlist, when it has or had one: its policy and hosts lines. */
+  readonly #allowlist: PodAllowlist;
   readonly #informer: PodInformer;
   /** restartPolicy may be patched, a pod replaced by name: failed commands are checked against the pod started. */
   readonly replaceable = true;
@@ -86,6 +87,7 @@ export class K8sSandbox implements SandboxTransport {
     this.#removals = shared.removals;
     this.#network = shared.network;
     this.#informer = shared.informer;
+    this.#allowlist = new PodAllowlist(shared.cluster, shared.network, shared.options, id);
     this.#id = id;
     this.#spec = spec;
     this.#images = images;
@@ -120,7 +122,7 @@ export class K8sSandbox implements SandboxTransport {
     throwIfAborted(ctx.signal, this.#ctx('start'));
     if (this.#needsPolicy) await this.#networkCall('start', () => this.#network.prepare(this.#id, ctx.signal));
     const network = this.#spec.network;
-    const blocks = isAllowlist(network) ? await this.#networkCall('start', () => this.#network.blocks(network, this.#id)) : [];
+    const resolved = isAllowlist(network) ? await this.#networkCall('start', () => this.#allowlist.resolve(network)) : undefined;
     const { policy } = main;
     const body = podManifest({
       name: this.#id,
@@ -157,7 +159,7 @@ export class K8sSandbox implements SandboxTransport {
       if (isAllowlist(network)) {
         // Started cut off; opened to the allowlist only now, by the pod's own policy.
         ctx.progress({ status: `applying the allowlist (${network.allow.length} entries) and checking it holds in the pod` });
-        await this.#allow(network, blocks, 'start', ctx.signal);
+        await this.#allow(network, resolved!, 'start', ctx.signal);
       }
       ctx.progress({ reached: 'network' });
     } else if (this.#needsPolicy) {
@@ -172,12 +174,11 @@ export class K8sSandbox implements SandboxTransport {
     return this.#spec.network === 'none' || isAllowlist(this.#spec.network);
   }
 
-  /** The pod's own egress policy for `allowlist`, then its label (see PodNetwork.allow); removed with the pod. */
-  async #allow(allowlist: NetworkAllowlist, blocks: readonly string[], operation: 'start' | 'network', signal?: AbortSignal): Promise<void> {
+  /** The pod's own egress policy for `allowlist`, its label, its hosts lines (see PodAllowlist). */
+  async #allow(allowlist: NetworkAllowlist, resolved: ResolvedAllowlist, operation: 'start' | 'network', signal?: AbortSignal): Promise<void> {
     const uid = this.#started?.uid;
     if (!uid) throw new Error('unreachable: an allowlist is applied to a running pod');
-    this.#egressPolicy = true;
-    await this.#networkCall(operation, () => this.#network.allow(this.#id, uid, allowlist, blocks, this.#id, signal));
+    await this.#networkCall(operation, () => this.#allowlist.apply(uid, allowlist, resolved, signal));
   }
 
   async #createPod(body: V1Pod, ctx: CreateContext): Promise<void> {
@@ -215,10 +216,11 @@ export class K8sSandbox implements SandboxTransport {
 
   /** Relabels the pod (an allowlist: its own policy first); returns once the new state holds inside it (see PodNetwork). */
   async setNetwork(mode: NetworkMode): Promise<void> {
-    if (isAllowlist(mode)) return this.#allow(mode, await this.#networkCall('network', () => this.#network.blocks(mode, this.#id)), 'network');
+    if (isAllowlist(mode)) return this.#allow(mode, await this.#networkCall('network', () => this.#allowlist.resolve(mode)), 'network');
     await this.#networkCall('network', async () => {
       await this.#network.label(this.#id, mode);
       await this.#network.settle(this.#id, mode, this.#id);
+      if (mode === 'public') await this.#allowlist.open();
     });
   }
 
@@ -350,11 +352,9 @@ export class K8sSandbox implements SandboxTransport {
 
   async remove(): Promise<void> {
     await this.#removals.run(() => this.#removePod());
-    // The cluster's garbage collector would remove it with its pod, later; this is the prompt way.
-    if (this.#egressPolicy)
-      await deleteEgressPolicy(this.#cluster, this.#id).catch((error: unknown) => {
-        throw mapApiError(error, this.#ctx('teardown')) ?? error;
-      });
+    await this.#allowlist.remove().catch((error: unknown) => {
+      throw mapApiError(error, this.#ctx('teardown')) ?? error;
+    });
     const creating = this.#creating;
     if (creating) {
       // A removal during the create (a start given up on): its pod may still be created, naming

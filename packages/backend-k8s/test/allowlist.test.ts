@@ -80,9 +80,13 @@ describe('k8s network allowlist, enforced by the cluster', () => {
     await env.setNetwork({ allow: ['bridge.berth.test'] });
     expect(resolved).toContain('bridge.berth.test');
     expect(await reaches(env, bridge), "the name's resolved address was not reached").toBe(true);
+    expect(await reaches(env, { ...bridge, host: 'bridge.berth.test' }), 'the name did not resolve inside the pod (its /etc/hosts)').toBe(true);
     expect(await reaches(env, second), 'the previous allowlist still held after a new one').toBe(false);
+    const hostsLines = async () => (await env.exec(['grep', '-c', 'berth-allowlist', '/etc/hosts'])).stdout.trim();
+    expect(await hostsLines()).toBe('1');
     await env.setNetwork('public');
     expect(await reaches(env, second)).toBe(true);
+    expect(await hostsLines(), "berth's hosts lines outlived the allowlist").toBe('0');
     await env.setNetwork('none');
     expect(await reaches(env, bridge)).toBe(false);
     expect(await reaches(env, second)).toBe(false);

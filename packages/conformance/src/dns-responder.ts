@@ -80,3 +80,19 @@ export async function startDnsResponder(host: string, port = 0): Promise<DnsResp
     close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
   };
 }
+
+/**
+ * A responder on port 53 of `host`, where a resolv.conf can point (it has no port). Suites on the
+ * same machine may want the same address at once: a port in use is waited for, up to `waitMs`.
+ */
+export async function startDnsResponderOn53(host: string, waitMs = 90_000): Promise<DnsResponder> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      return await startDnsResponder(host, 53);
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'EADDRINUSE' || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}

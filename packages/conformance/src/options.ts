@@ -85,6 +85,11 @@ export interface ConformanceOptions {
    */
   secondListener?: () => Promise<ReachableListener>;
   /**
+   * A hostname the backend resolves (e.g. its `resolveHost` option) to reachableListener's host,
+   * for the allowlist DNS case: allowed by name, it must resolve inside. Without it that case is skipped.
+   */
+  allowedName?: string;
+  /**
    * Cases to skip explicitly, by id, each with the reason (e.g. `{ 'image.build': 'no context upload yet' }`).
    * Skipped cases still appear in the output, with the reason. A case skipped for a capability the
    * backend does not claim needs no entry: the suite skips it itself (see CASE_REQUIREMENTS).

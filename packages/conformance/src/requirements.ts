@@ -23,6 +23,11 @@ export const CASE_REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'capabilities.network-none': [(c) => c.networkModes.includes('none'), "network 'none'", 'network'],
   'capabilities.network-switch': [(c) => c.networkSwitch, 'networkSwitch', 'networkSwitch'],
   'capabilities.network-allowlist': [(c) => c.networkAllowlist !== false, 'networkAllowlist', 'network.allowlist'],
+  'capabilities.network-allowlist-dns': [
+    (c) => c.networkAllowlist !== false && c.networkAllowlist.dns !== 'open',
+    "networkAllowlist with DNS other than 'open'",
+    'network.allowlist.dns',
+  ],
   'capabilities.network-allowlist-switch': [(c) => c.networkAllowlist !== false && c.networkSwitch, 'networkAllowlist and networkSwitch', 'network.allowlist'],
   'mounts.image': IMAGE_MOUNTS,
   'mounts.image-missing-subpath': IMAGE_MOUNTS,

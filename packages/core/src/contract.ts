@@ -310,6 +310,7 @@ export type CapabilityHints = Partial<
     | 'network.allowlist'
     | 'network.allowlist.names'
     | 'network.allowlist.wildcards'
+    | 'network.allowlist.dns'
     | 'network.allowlist.connections'
     | 'execUser'
     | 'tty'

@@ -2,7 +2,7 @@
 // fault hooks, made with the engine itself.
 import Docker from 'dockerode';
 import { SESSION_ID } from '@berth/core';
-import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
+import { buildTag, hashBuildContext, systemResolver } from '@berth/core/backend-kit';
 import { createDockerBackend } from '@berth/backend-docker';
 import { listenForTokens, type ConformanceOptions } from '@berth/conformance';
 import { bridgeGateway, secondHostAddress } from '@berth/test-support/docker-bridge';
@@ -14,10 +14,18 @@ function statusOf(error: unknown): number | undefined {
   return typeof code === 'number' ? code : undefined;
 }
 
+/** The allowlist DNS case's name, which berth resolves (options.resolveHost) to the reachable listener's address. */
+const ALLOWED_NAME = 'listener.berth-conformance.test';
+
 export const dockerConformance: ConformanceOptions = {
   name: 'docker',
   // egressImage: test/setup/egress-image.sh's, so the allowlist cases run.
-  createBackend: () => createDockerBackend({ egressImage: 'berth-test/egress:latest' }),
+  createBackend: () =>
+    createDockerBackend({
+      egressImage: 'berth-test/egress:latest',
+      resolveHost: async (name) => (name === ALLOWED_NAME ? [await bridgeGateway()] : systemResolver(name)),
+    }),
+  allowedName: ALLOWED_NAME,
   images: {
     basic: 'berth-test/busybox:latest',
     private: {

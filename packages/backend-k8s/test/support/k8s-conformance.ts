@@ -2,7 +2,7 @@
 // hooks (as the admin). The caller gives the listener the backend's in-pod network check connects to.
 import Docker from 'dockerode';
 import { SESSION_ID } from '@berth/core';
-import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
+import { buildTag, hashBuildContext, systemResolver } from '@berth/core/backend-kit';
 import { createRegistryImageBuilder } from '@berth/backend-docker';
 import { listenForTokens, type ConformanceOptions, type ReachableListener } from '@berth/conformance';
 import { createK8sBackend } from '@berth/backend-k8s';
@@ -10,6 +10,8 @@ import { BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS, POD_BRIDGE_SECOND_ADDR
 
 // Builds: the local Docker engine builds, pushes to the test registry, and the node pulls from there.
 const builder = createRegistryImageBuilder({ repository: '127.0.0.1:5000/berth/builds', auth: { username: 'berth', password: 'berth-test-secret' } });
+
+const ALLOWED_NAME = 'listener.berth-conformance.test';
 
 /**
  * The suite's options; `probe` is what the backend's in-pod network checks connect to (the test
@@ -31,7 +33,10 @@ export function k8sConformance(probe: Pick<ReachableListener, 'host' | 'port'>):
         // lock behind Docker's (other files switch container networks all the time), and twice a
         // public pod was still cut off 30 s after its label changed.
         networkPolicy: { probe: { host: probe.host, port: probe.port }, waitMs: 60_000 },
+        // The allowlist DNS case's name: the reachable listener's address.
+        resolveHost: async (name) => (name === ALLOWED_NAME ? [POD_BRIDGE_ADDRESS] : systemResolver(name)),
       }),
+    allowedName: ALLOWED_NAME,
     // Network cases: public pods reach this machine on their bridge; kube-router enforces 'none'.
     reachableListener: () => listenForTokens(POD_BRIDGE_ADDRESS),
     // The allowlist cases' denied address: the bridge's second (no pod gets it).

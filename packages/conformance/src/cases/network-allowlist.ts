@@ -1,7 +1,16 @@
+import { randomBytes } from 'node:crypto';
+import type { Environment } from '@berth/core';
 import { describe, expect } from 'vitest';
+import { DNS_ZONE, startDnsResponderOn53 } from '../dns-responder.js';
 import type { Harness } from '../harness.js';
 import type { ReachableListener } from '../options.js';
 import { reaches } from './network-probes.js';
+
+/** Points the sandbox's resolver at `host` (port 53), as root: a resolv.conf of one line. */
+async function useResolver(env: Environment, host: string): Promise<void> {
+  const r = await env.exec(['sh', '-c', 'echo "nameserver $0" > /etc/resolv.conf', host]);
+  expect(r.exitCode, `writing /etc/resolv.conf: ${r.stderr.trim()}`).toBe(0);
+}
 
 /**
  * Egress allowlists, for backends claiming `networkAllowlist`: from inside, an allowed address is
@@ -50,6 +59,46 @@ export function allowlistCases(h: Harness): void {
             expect(await reaches(env, allowed), `the allowed ${allowed.host} was not reached`).toBe(true);
             expect(await reaches(env, denied), `${denied.host}, not in the allowlist, was reached`).toBe(false);
           });
+        }),
+    });
+
+    h.defineCase({
+      id: 'capabilities.network-allowlist-dns',
+      title:
+        "network { allow: [a name] }: the name resolves inside and reaches its listener; a name not allowed does not resolve through the sandbox's resolver, which answers it for a public sandbox",
+      unsupported: () =>
+        missing() ?? (h.options.allowedName ? undefined : "no allowedName option: the case needs a name the backend resolves to reachableListener's host"),
+      timeoutMs: 180_000,
+      run: () =>
+        withListeners(async (allowed, denied) => {
+          const name = h.options.allowedName;
+          if (!name) throw new Error('unreachable: the case is skipped without allowedName');
+          // The sandbox's resolver, on the address not allowed: it answers any name in its zone with that address.
+          const resolver = await startDnsResponderOn53(denied.host);
+          try {
+            const fresh = () => `berth-${randomBytes(6).toString('hex')}.${DNS_ZONE}`;
+            await h.withEnv({ network: 'public' }, async (env) => {
+              await useResolver(env, denied.host);
+              const control = fresh();
+              expect(await reaches(env, { ...denied, host: control }), `a public sandbox must resolve ${control} through ${denied.host}:53 and reach it`).toBe(
+                true,
+              );
+            });
+            await h.withEnv({ network: { allow: [name] } }, async (env) => {
+              expect(env.networkEnforcement.allowlist?.dns).not.toBe('open');
+              await useResolver(env, denied.host);
+              expect(
+                await reaches(env, { ...allowed, host: name }),
+                `the allowed name ${name} did not resolve to ${allowed.host} inside, or was not reached`,
+              ).toBe(true);
+              const other = fresh();
+              const lookup = await env.exec(['nslookup', '-type=a', other], { timeoutMs: 30_000 });
+              expect(lookup.stdout.includes(denied.host) && lookup.exitCode === 0, `${other}, not allowed, resolved: ${lookup.stdout}`).toBe(false);
+              expect(resolver.asked(other), `the query for ${other} reached the resolver on ${denied.host}, which the allowlist does not list`).toBe(false);
+            });
+          } finally {
+            await resolver.close();
+          }
         }),
     });
 

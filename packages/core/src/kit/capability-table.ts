@@ -36,7 +36,12 @@ const ROWS: Row[] = [
     (c) => NAMES[c.networkAllowlist ? String(c.networkAllowlist.names) : ''] ?? '',
   ],
   ['egress allowlist: `*.domain` wildcards', (c) => c.networkAllowlist !== false && c.networkAllowlist.wildcards, 'network.allowlist.wildcards'],
-  ['egress allowlist: DNS', (c) => c.networkAllowlist !== false, 'network.allowlist', (c) => DNS[c.networkAllowlist ? c.networkAllowlist.dns : 'none'] ?? ''],
+  [
+    'egress allowlist: DNS',
+    (c) => c.networkAllowlist !== false,
+    'network.allowlist.dns',
+    (c) => DNS[c.networkAllowlist ? c.networkAllowlist.dns : 'none'] ?? '',
+  ],
   [
     'egress allowlist: a switch ends connections it no longer allows',
     (c) => c.networkAllowlist !== false && c.networkAllowlist.connections === 'ended',
