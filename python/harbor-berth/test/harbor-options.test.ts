@@ -3,7 +3,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLES, harborRun } from './support/harbor.js';
+import { EXAMPLES, FIXTURES, harborRun } from './support/harbor.js';
 
 let root: string;
 beforeAll(async () => {
@@ -18,6 +18,7 @@ describe('harbor run with bad --ek values', () => {
     // harbor prints the error in a boxed traceback that wraps long lines: the start of each is matched.
     [{ backend: 'kubernetes' }, /--ek backend='kubernetes': choose one of docker,/],
     [{ backend: 'docker', namespace: 'evals' }, /--ek namespace is for --ek backend=k8s, not/],
+    [{ backend: 'modal', egress_image: 'berth-test/egress:latest' }, /--ek egress_image is for --ek backend=docker, not/],
     [{ backend: 'k8s', pool: '-2' }, /--ek pool=-2: how many idle sandboxes/],
     [{ backend: 'k8s', network_probe: 'nowhere' }, /--ek network_probe='nowhere': host:port/],
     [{ backend: 'docker', berth: '/no/such/berth' }, /No such file or directory: '\/no\/such\/berth'|berth process .* exited|cannot run/],
@@ -37,4 +38,12 @@ describe('harbor run with bad --ek values', () => {
     },
     180_000,
   );
+});
+
+describe('an allowlist task on Docker without --ek egress_image', () => {
+  it("stops before any trial, naming the key that fixes it (not only harbor's 'not supported')", async () => {
+    const run = await harborRun(FIXTURES, join(root, 'jobs'), 'allowlist-no-egress', { backend: 'docker' }, { args: ['-i', 'allowlist'], timeoutMs: 120_000 });
+    expect(run.output).toMatch(/network_mode='allowlist' on --ek backend=docker needs --ek/);
+    expect(run.output).toMatch(/egress_image=/);
+  }, 180_000);
 });

@@ -21,7 +21,7 @@ from harbor.environments.definition import require_agent_environment_definition
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 
 from .errors import BerthConfigError, BerthHarborError
-from .options import KEYS, LOG_DIRS, parse_options
+from .options import KEYS, LOG_DIRS, OptionError, parse_options
 from .rpc import BerthProcess, berth_command, shared_process
 
 # Which shell runs harbor's commands, per image (bash, or sh where the image has none): asked once.
@@ -47,7 +47,7 @@ class BerthEnvironment(BaseEnvironment):
         given = {key: kwargs.pop(key) for key in list(kwargs) if key in KEYS}
         self._berth = parse_options(given)
         self._command = berth_command(self._berth.berth)
-        self._caps = _capabilities()[self._berth.backend]
+        self._caps = _capabilities()[self._berth.capabilities_key]
         self._process: BerthProcess | None = None
         self._id: str | None = None
         self._shell = "bash"
@@ -60,6 +60,18 @@ class BerthEnvironment(BaseEnvironment):
     @property
     def capabilities(self) -> EnvironmentCapabilities:
         return EnvironmentCapabilities(**self._caps["environment"])
+
+    def validate_network_policy_support(self, network_policy: NetworkPolicy | None = None) -> None:
+        """harbor's check, with the fix said where the fix is an --ek key: Docker enforces allowlists only with an egress image."""
+        try:
+            super().validate_network_policy_support(network_policy)
+        except ValueError as error:
+            if self._berth.capabilities_key == "docker" and "allowlist" in str(error):
+                raise OptionError(
+                    "network_mode='allowlist' on --ek backend=docker needs --ek egress_image=<an image with iptables-restore>"
+                    " (e.g. FROM debian:bookworm-slim, apt-get install iptables): berth writes each such sandbox's packet filter with it"
+                ) from error
+            raise
 
     @classmethod
     def resource_capabilities(cls) -> EnvironmentResourceCapabilities:

@@ -23,6 +23,7 @@ KEYS: dict[str, tuple[tuple[str, ...], str]] = {
     "pool": (BACKENDS, "how many idle sandboxes to keep warm per task image, a whole number >= 0"),
     "pull_policy": (BACKENDS, "if-missing, always or never"),
     "mirrors": (BACKENDS, 'a JSON object of registry prefixes to mirrors, e.g. {"docker.io":"mirror.example/dockerhub"}'),
+    "egress_image": (("docker",), "an image with iptables-restore, for allowlist tasks: berth writes each such sandbox's packet filter with it (its Docker option egressImage)"),
     "kubeconfig": (("k8s",), "the kubeconfig file (default $KUBECONFIG, else ~/.kube/config)"),
     "context": (("k8s",), "a context of the kubeconfig"),
     "namespace": (("k8s",), "the namespace pods go into"),
@@ -45,6 +46,11 @@ class BerthOptions:
     pool: int = 0
     options: dict[str, Any] = field(default_factory=dict)
     build_repository: str | None = None
+
+    @property
+    def capabilities_key(self) -> str:
+        """Which entry of capabilities.json this configuration claims: Docker enforces allowlists only with an egress image."""
+        return "docker+egress_image" if self.backend == "docker" and "egressImage" in self.options else self.backend
 
     def initialize(self) -> dict[str, Any]:
         """The params of `initialize`: one berth process per distinct value of this."""
@@ -91,6 +97,8 @@ def parse_options(given: dict[str, Any]) -> BerthOptions:
         if not isinstance(mirrors, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mirrors.items()):
             raise OptionError(f"--ek mirrors={mirrors!r}: {KEYS['mirrors'][1]}")
         opts["mirrors"] = [{"from": k, "to": v} for k, v in mirrors.items()]
+    if backend == "docker" and "egress_image" in given:
+        opts["egressImage"] = _text("egress_image", given["egress_image"])
     if backend == "k8s":
         kubeconfig = {k: _text(name, given[name]) for name, k in (("kubeconfig", "file"), ("context", "context")) if name in given}
         if kubeconfig:
