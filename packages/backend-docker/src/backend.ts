@@ -7,6 +7,7 @@ import {
   defineBackend,
   preflightFailure,
   checkFactoryOptions,
+  refreshNamesMs,
   resolvePull,
   type DefinedBackend,
   type ManagedResource,
@@ -57,6 +58,7 @@ function refuseDefaultLifetime(options: DockerBackendOptions): void {
 export function createDockerBackend(options: DockerBackendOptions = {}): DockerBackend {
   checkFactoryOptions(options, { known: OPTION_NAMES, renamed: RENAMED, ...IDENTITY });
   refuseDefaultLifetime(options);
+  refreshNamesMs(options, IDENTITY);
   let client: Docker | undefined;
   const docker = (): Docker => {
     const { socketPath, host, port, protocol } = options;

@@ -1,6 +1,7 @@
 import {
   COMMON_OPTION_NAMES,
   optionNames,
+  type AllowlistNamesOption,
   type CommonBackendOptions,
   type PullCredentialSources,
   type PullPolicyOption,
@@ -11,7 +12,7 @@ import {
  * The common options (mirrors; creation, default 16 at once: see engine-limits.ts; labels and
  * namePrefix on containers; dockerConfigEnv), pullPolicy, and where the engine is.
  */
-export interface DockerBackendOptions extends CommonBackendOptions, PullCredentialSources, PullPolicyOption {
+export interface DockerBackendOptions extends CommonBackendOptions, PullCredentialSources, PullPolicyOption, AllowlistNamesOption {
   /** Where the engine is. Default: DOCKER_HOST, else /var/run/docker.sock. */
   socketPath?: string;
   host?: string;
@@ -41,8 +42,6 @@ export interface DockerBackendOptions extends CommonBackendOptions, PullCredenti
    * allowlists are refused (a CapabilityError naming this option).
    */
   egressImage?: string;
-  /** IPv4 addresses for an allowlist's hostnames, resolved when it is applied. Default: the runner's resolver. */
-  resolveHost?: (name: string) => Promise<readonly string[]>;
 }
 
 /** Every option of createDockerBackend by name (unknown ones are refused); defaultLifetimeMs is refused by its own message. */
@@ -61,6 +60,7 @@ export const OPTION_NAMES: readonly string[] = [
     'publicNetwork',
     'egressImage',
     'resolveHost',
+    'refreshNamesMs',
   ),
   'defaultLifetimeMs',
 ];

@@ -1,20 +1,34 @@
 import type Docker from 'dockerode';
-import type { NetworkAllowlist } from '@berth/core';
-import { hostsFileCommand, resolveAllowlist, systemResolver, type AllowedHost, type ResolvedAllowlist } from '@berth/core/backend-kit';
-import { ConfigError } from '@berth/core';
+import { ConfigError, type NetworkAllowlist, type NetworkNotice } from '@berth/core';
+import {
+  AllowlistRefresh,
+  hostsFileCommand,
+  refreshNamesMs,
+  resolveAllowlist,
+  systemResolver,
+  type AllowedHost,
+  type ResolvedAllowlist,
+} from '@berth/core/backend-kit';
 import { OPEN_RULES, allowRules, applyRules, nameserversOf } from './egress-rules.js';
-import { BACKEND } from './identity.js';
+import { BACKEND, IDENTITY } from './identity.js';
 import type { DockerBackendOptions } from './options.js';
 
-/** One sandbox's packet filter and hosts lines for allowlists (see egress-rules.ts): written, replaced, emptied. */
+/**
+ * One sandbox's allowlist (see egress-rules.ts): its packet filter and /etc/hosts lines written,
+ * replaced, emptied, and its names resolved again while it lives (options.refreshNamesMs).
+ */
 export class SandboxEgress {
   readonly #docker: Docker;
   readonly #id: string;
   readonly #options: DockerBackendOptions;
+  /** The labels of the helper containers (the sandbox's create's), and where refreshes are said. */
+  #labels: Record<string, string> = {};
+  #notify: (notice: NetworkNotice) => void = () => undefined;
   /** Whether a filter was written (so 'public' must empty it). */
   #filtered = false;
   /** Whether berth's lines are in the sandbox's /etc/hosts (so 'public' must remove them). */
   #hosts = false;
+  #refresh: AllowlistRefresh | undefined;
 
   constructor(docker: Docker, id: string, options: DockerBackendOptions) {
     this.#docker = docker;
@@ -22,24 +36,69 @@ export class SandboxEgress {
     this.#options = options;
   }
 
+  /** At create: the labels of what it makes, and where the sandbox's network notices go. */
+  bind(labels: Record<string, string>, notify: (notice: NetworkNotice) => void): void {
+    this.#labels = { ...labels };
+    this.#notify = notify;
+  }
+
   /** The allowlist's blocks and names, its names resolved now (before a container is made for it, at start). */
   resolve(allowlist: NetworkAllowlist): Promise<ResolvedAllowlist> {
     return resolveAllowlist(allowlist, this.#options.resolveHost ?? systemResolver, { backend: BACKEND, environmentId: this.#id, engine: 'Docker' });
   }
 
+  /**
+   * Puts the sandbox under `allowlist`: its filter written, then `join` (the bridge), then its
+   * names in /etc/hosts (the engine edits that file when a sandbox joins a network), then their
+   * refresh started.
+   */
+  async allow(allowlist: NetworkAllowlist, resolved: ResolvedAllowlist, join: () => Promise<void>): Promise<void> {
+    await this.stop();
+    await this.#apply(resolved.blocks);
+    await join();
+    await this.#writeHosts(resolved.hosts);
+    const every = refreshNamesMs(this.#options, IDENTITY);
+    if (AllowlistRefresh.wanted(resolved, every))
+      this.#refresh = new AllowlistRefresh(
+        resolved,
+        every,
+        () => this.resolve(allowlist),
+        async (next) => {
+          await this.#apply(next.blocks);
+          await this.#writeHosts(next.hosts);
+        },
+        this.#notify,
+      );
+  }
+
+  /** Empties the filter and removes berth's hosts lines, where they were written. */
+  async open(): Promise<void> {
+    await this.stop();
+    await this.#writeHosts([]);
+    if (!this.#filtered) return;
+    await applyRules(this.#docker, this.#id, this.#image(), OPEN_RULES, this.#labels, this.#id);
+    this.#filtered = false;
+  }
+
+  /** No more refreshes (a switch, the sandbox's removal); waits for one in flight. */
+  async stop(): Promise<void> {
+    const refresh = this.#refresh;
+    this.#refresh = undefined;
+    await refresh?.stop();
+  }
+
   /** Writes the filter for `blocks`, the sandbox's resolvers (its resolv.conf's) cut off. */
-  async apply(blocks: readonly string[], labels: Record<string, string>): Promise<void> {
+  async #apply(blocks: readonly string[]): Promise<void> {
     const rules = allowRules(blocks, nameserversOf(await this.#resolvConf()));
     this.#filtered = true;
-    await applyRules(this.#docker, this.#id, this.#image(), rules, labels, this.#id);
+    await applyRules(this.#docker, this.#id, this.#image(), rules, this.#labels, this.#id);
   }
 
   /**
    * Makes the allowlist's names resolve inside (its resolvers being cut off): berth's lines in its
-   * /etc/hosts replaced, by a shell run as root (whatever the image's user). Written after the
-   * sandbox joins its network, as the engine edits the file then.
+   * /etc/hosts replaced, by a shell run as root (whatever the image's user).
    */
-  async writeHosts(hosts: readonly AllowedHost[]): Promise<void> {
+  async #writeHosts(hosts: readonly AllowedHost[]): Promise<void> {
     if (hosts.length === 0 && !this.#hosts) return;
     const exec = await this.#docker.getContainer(this.#id).exec({ Cmd: hostsFileCommand(hosts), User: '0', AttachStdout: true, AttachStderr: true });
     const stream = await exec.start({});
@@ -59,14 +118,6 @@ export class SandboxEgress {
           .slice(-300)}): names need /bin/sh in the image; list addresses or ranges instead`,
       });
     this.#hosts = hosts.length > 0;
-  }
-
-  /** Empties the filter and removes berth's hosts lines, where they were written. */
-  async open(labels: Record<string, string>): Promise<void> {
-    await this.writeHosts([]);
-    if (!this.#filtered) return;
-    await applyRules(this.#docker, this.#id, this.#image(), OPEN_RULES, labels, this.#id);
-    this.#filtered = false;
   }
 
   #image(): string {

@@ -60,8 +60,6 @@ export class DockerSandbox implements SandboxTransport {
   readonly #imageMounts: ImageMountVolumes;
   /** The packet filter of an allowlist (egress-rules.ts). */
   readonly #egress: SandboxEgress;
-  /** The labels of what this sandbox makes (its create's), for the allowlist's helper containers. */
-  #labels: Record<string, string> = {};
   /** The backend instance's queue for container removals (engine-limits.ts says why). */
   readonly #removals: CreationLimiter;
   /** What the container runs: the pulled reference, or the build's tag once built. */
@@ -186,7 +184,7 @@ export class DockerSandbox implements SandboxTransport {
   }
 
   async #createAndRun(ctx: CreateContext): Promise<void> {
-    this.#labels = { ...ctx.labels };
+    this.#egress.bind(ctx.labels, ctx.notify);
     const { resources, env, workdir, mounts, timeouts, networkSwitch } = this.#spec;
     // A sandbox that may switch networks, or has an allowlist, is made on the bridge and, to start
     // offline, taken off it before it starts: NetworkMode 'none' could never be connected later.
@@ -241,9 +239,8 @@ export class DockerSandbox implements SandboxTransport {
       ctx.progress({ reached: 'running' });
       if (allowlist) {
         ctx.progress({ status: `writing the allowlist's packet filter (${allowlist.allow.length} entries) into the sandbox` });
-        await this.#egress.apply(resolved?.blocks ?? [], ctx.labels);
-        await this.#bridge('public');
-        await this.#egress.writeHosts(resolved?.hosts ?? []);
+        if (!resolved) throw new Error('unreachable: an allowlist is resolved before its container is made');
+        await this.#egress.allow(allowlist, resolved, () => this.#bridge('public'));
         ctx.progress({ reached: 'network' });
       }
     } catch (error) {
@@ -296,6 +293,7 @@ export class DockerSandbox implements SandboxTransport {
   }
 
   async remove(): Promise<void> {
+    await this.#egress.stop();
     try {
       await this.#removals.run(() => this.#container.remove({ force: true, v: true }));
     } catch (error) {
@@ -317,13 +315,9 @@ export class DockerSandbox implements SandboxTransport {
    * then joins it. 'public' after an allowlist empties the filter first.
    */
   async setNetwork(mode: NetworkMode): Promise<void> {
-    if (isAllowlist(mode)) {
-      const { blocks, hosts } = await this.#egress.resolve(mode);
-      await this.#egress.apply(blocks, this.#labels);
-      await this.#bridge('public');
-      return this.#egress.writeHosts(hosts);
-    }
-    if (mode === 'public') await this.#egress.open(this.#labels);
+    if (isAllowlist(mode)) return this.#egress.allow(mode, await this.#egress.resolve(mode), () => this.#bridge('public'));
+    if (mode === 'public') await this.#egress.open();
+    else await this.#egress.stop();
     return this.#bridge(mode);
   }
 

@@ -7,7 +7,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CapabilityError, type Environment } from '@berth/core';
+import { CapabilityError, type Environment, type NetworkNotice } from '@berth/core';
 import { listenForTokens, reaches } from '@berth/conformance';
 import { createDockerBackend } from '@berth/backend-docker';
 import { bridgeGateway } from '@berth/test-support/docker-bridge';
@@ -100,6 +100,40 @@ describe('docker network allowlist, the sandbox own packet filter', () => {
     await env.setNetwork('public');
     expect(await peerAddress(), 'public did not give the engine resolver back').toBe(address);
     expect(await berthLines(), "berth's hosts lines outlived the allowlist").toBe('0');
+  });
+
+  it('a name whose address changes while the sandbox lives is followed (options.refreshNamesMs): the new address allowed and resolved, the old one not; a failed refresh is said and changes nothing', async () => {
+    let moving: string | Error = own.host;
+    const refreshing = createDockerBackend({
+      pullPolicy: 'never',
+      labels: LABELS,
+      publicNetwork: NETWORK,
+      egressImage: 'berth-test/egress:latest',
+      refreshNamesMs: 200,
+      resolveHost: async (name) => {
+        if (name !== 'moving.berth.test') throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+        if (moving instanceof Error) throw moving;
+        return [moving];
+      },
+    });
+    const env = await refreshing.start({ image: IMAGE, network: { allow: ['moving.berth.test'] } });
+    envs.push(env);
+    const notices: NetworkNotice[] = [];
+    env.events.on('network', (n) => notices.push(n));
+    const byName = (l: typeof own) => reaches(env, { ...l, host: 'moving.berth.test' });
+    expect(await byName(own), 'the name resolves to its first address, which is reached').toBe(true);
+    expect(await reaches(env, other)).toBe(false);
+
+    moving = other.host;
+    for (let i = 0; i < 100 && notices.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(notices[0]).toEqual({ kind: 'refreshed', hosts: [{ name: 'moving.berth.test', addresses: [other.host] }] });
+    expect(await byName(other), 'the name now resolves to its new address, which is reached').toBe(true);
+    expect(await reaches(env, own), 'the old address is still allowed after the name moved').toBe(false);
+
+    moving = Object.assign(new Error('resolver down'), { code: 'ESERVFAIL' });
+    for (let i = 0; i < 100 && notices.length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(notices[1]).toMatchObject({ kind: 'refresh-failed', error: { name: 'BackendUnavailableError' } });
+    expect(await byName(other), 'a failed refresh changed what holds').toBe(true);
   });
 
   it('without options.egressImage an allowlist is refused by name before anything is made; so is a wildcard with it', async () => {

@@ -4,6 +4,7 @@ import {
   LABEL_MANAGED,
   LABEL_SESSION,
   defaultLifetimeMs,
+  refreshNamesMs,
   defineBackend,
   parseEnvironmentSpec,
   preflightFailure,
@@ -51,6 +52,7 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
   checkKubeconfigOption(options.kubeconfig);
   // Checked here, before any I/O; podManifest applies it.
   defaultLifetimeMs(options, { ...IDENTITY, offAllowed: true });
+  refreshNamesMs(options, IDENTITY);
   // The API client, made on first use: the factory does no I/O.
   let client: Cluster | undefined;
   const cluster = () => (client ??= new Cluster(options));

@@ -9,8 +9,8 @@ import { LABEL_NETWORK } from './pod-manifest.js';
  * How Kubernetes enforces `network: { allow }`: a NetworkPolicy of the pod's own, whose egress
  * rules are IP blocks (every packet's destination address, any port). Hostnames are resolved by
  * berth when the allowlist is applied (at start, at setNetwork) and allowed as those addresses, so
- * anything sharing an address is let through, and a name whose addresses change is stale until
- * applied again; wildcards have no addresses and are refused. The cluster's resolver is not
+ * anything sharing an address is let through (resolved again while the pod lives: pod-allowlist.ts);
+ * wildcards have no addresses and are refused. The cluster's resolver is not
  * allowed (unless the allowlist lists its address): the allowlist's names are written into the
  * pod's /etc/hosts instead (pod-allowlist.ts), so they resolve in the pod and no other name does.
  * A switch changes the policy, and the enforcer lets connections already open run on (kube-router

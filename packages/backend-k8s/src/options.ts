@@ -6,6 +6,7 @@ import {
   checkOptionNames,
   COMMON_OPTION_NAMES,
   optionNames,
+  type AllowlistNamesOption,
   type CommonBackendOptions,
   type CreationLimits,
   type DefaultLifetimeOption,
@@ -50,7 +51,13 @@ export interface NetworkPolicyOptions {
  * activeDeadlineSeconds when the spec sets no lifetime: default 24 h, false for none), and the
  * cluster's own.
  */
-export interface K8sBackendOptions extends CommonBackendOptions, PullCredentialSources, PullPolicyOption, ProbeRegistriesOption, DefaultLifetimeOption {
+export interface K8sBackendOptions
+  extends CommonBackendOptions,
+    PullCredentialSources,
+    PullPolicyOption,
+    ProbeRegistriesOption,
+    DefaultLifetimeOption,
+    AllowlistNamesOption {
   kubeconfig?: KubeconfigSource | string;
   /** Every call is namespaced here. Default: the context's namespace, else 'default'. */
   namespace?: string;
@@ -87,11 +94,6 @@ export interface K8sBackendOptions extends CommonBackendOptions, PullCredentialS
   execKeepAliveMs?: number;
   networkPolicy?: NetworkPolicyOptions;
   /**
-   * Resolves an allowlist's hostnames to the IPv4 addresses its policy allows, when the allowlist
-   * is applied (at start, at setNetwork). Default: the runner's resolver (getaddrinfo).
-   */
-  resolveHost?: (name: string) => Promise<readonly string[]>;
-  /**
    * Builds `image: { build }` specs somewhere the cluster can pull from (a cluster cannot build from
    * a local directory), e.g. `createRegistryImageBuilder` from @berth/backend-docker. Without it,
    * a build spec is a CapabilityError.
@@ -122,6 +124,7 @@ export const OPTION_NAMES = optionNames<K8sBackendOptions>()(
   'execKeepAliveMs',
   'networkPolicy',
   'resolveHost',
+  'refreshNamesMs',
   'builder',
 );
 

@@ -1,6 +1,15 @@
-import { BackendUnavailableError, ConfigError, type NetworkAllowlist } from '@berth/core';
-import { hostsFileCommand, resolveAllowlist, systemResolver, type AllowedHost, type ResolvedAllowlist } from '@berth/core/backend-kit';
+import { BackendUnavailableError, ConfigError, type NetworkAllowlist, type NetworkNotice } from '@berth/core';
+import {
+  AllowlistRefresh,
+  hostsFileCommand,
+  refreshNamesMs,
+  resolveAllowlist,
+  systemResolver,
+  type AllowedHost,
+  type ResolvedAllowlist,
+} from '@berth/core/backend-kit';
 import { BACKEND, type Cluster } from './cluster.js';
+import { IDENTITY } from './identity.js';
 import { deleteEgressPolicy } from './egress-policy.js';
 import { spawnExec } from './exec-socket.js';
 import type { K8sBackendOptions } from './options.js';
@@ -11,8 +20,9 @@ const HOSTS_LIMIT_MS = 30_000;
 
 /**
  * One pod's allowlist (see egress-policy.ts): its names resolved, its own policy made or replaced
- * (PodNetwork.allow), the names written into its /etc/hosts (its resolvers are cut off), and
- * both undone: the hosts lines on a switch to 'public', the policy at removal.
+ * (PodNetwork.allow), the names written into its /etc/hosts (its resolvers are cut off), resolved
+ * again while it lives (options.refreshNamesMs), and undone: the hosts lines on a switch to
+ * 'public', the policy at removal.
  */
 export class PodAllowlist {
   readonly #cluster: Cluster;
@@ -23,6 +33,9 @@ export class PodAllowlist {
   #policy = false;
   /** Whether berth's lines are in the pod's /etc/hosts (removed on 'public'). */
   #hosts = false;
+  #refresh: AllowlistRefresh | undefined;
+  /** Where the pod's network notices go (its create's). */
+  #notify: (notice: NetworkNotice) => void = () => undefined;
 
   constructor(cluster: Cluster, network: PodNetwork, options: K8sBackendOptions, pod: string) {
     this.#cluster = cluster;
@@ -36,20 +49,40 @@ export class PodAllowlist {
     return resolveAllowlist(allowlist, this.#options.resolveHost ?? systemResolver, { backend: BACKEND, environmentId: this.#pod, engine: 'Kubernetes' });
   }
 
-  /** The running pod (`uid`) put under `allowlist`: its policy, then its hosts lines; returns once both hold. */
+  /** At create: where the pod's network notices go. */
+  bind(notify: (notice: NetworkNotice) => void): void {
+    this.#notify = notify;
+  }
+
+  /** The running pod (`uid`) put under `allowlist`: its policy, then its hosts lines; returns once both hold, its names' refresh started. */
   async apply(uid: string, allowlist: NetworkAllowlist, resolved: ResolvedAllowlist, signal?: AbortSignal): Promise<void> {
+    await this.stop();
     this.#policy = true;
-    await this.#network.allow(this.#pod, uid, allowlist, resolved.blocks, this.#pod, signal);
-    await this.#writeHosts(resolved.hosts);
+    const put = async (next: ResolvedAllowlist, abort?: AbortSignal) => {
+      await this.#network.allow(this.#pod, uid, allowlist, next.blocks, this.#pod, abort);
+      await this.#writeHosts(next.hosts);
+    };
+    await put(resolved, signal);
+    const every = refreshNamesMs(this.#options, IDENTITY);
+    if (AllowlistRefresh.wanted(resolved, every)) this.#refresh = new AllowlistRefresh(resolved, every, () => this.resolve(allowlist), put, this.#notify);
   }
 
   /** Back to 'public': berth's hosts lines removed, so names resolve through the pod's resolvers again. */
   async open(): Promise<void> {
+    await this.stop();
     if (this.#hosts) await this.#writeHosts([]);
+  }
+
+  /** No more refreshes (a switch, the pod's removal); waits for one in flight. */
+  async stop(): Promise<void> {
+    const refresh = this.#refresh;
+    this.#refresh = undefined;
+    await refresh?.stop();
   }
 
   /** The pod's policy deleted, if one was made (the cluster's garbage collector would, later: this is the prompt way). */
   async remove(): Promise<void> {
+    await this.stop();
     if (this.#policy) await deleteEgressPolicy(this.#cluster, this.#pod);
   }
 

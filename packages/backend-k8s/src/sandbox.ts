@@ -112,6 +112,7 @@ export class K8sSandbox implements SandboxTransport {
 
   async #create(ctx: CreateContext): Promise<void> {
     const { namespace } = this.#cluster;
+    this.#allowlist.bind(ctx.notify);
     const built = await this.#build(ctx);
     if (built) this.#images = withMain(this.#images, built, this.#options);
     const main = this.#images.main;
@@ -218,6 +219,7 @@ export class K8sSandbox implements SandboxTransport {
   async setNetwork(mode: NetworkMode): Promise<void> {
     if (isAllowlist(mode)) return this.#allow(mode, await this.#networkCall('network', () => this.#allowlist.resolve(mode)), 'network');
     await this.#networkCall('network', async () => {
+      await this.#allowlist.stop();
       await this.#network.label(this.#id, mode);
       await this.#network.settle(this.#id, mode, this.#id);
       if (mode === 'public') await this.#allowlist.open();
@@ -351,6 +353,8 @@ export class K8sSandbox implements SandboxTransport {
   }
 
   async remove(): Promise<void> {
+    // No refresh of its allowlist may start on a pod being removed.
+    await this.#allowlist.stop();
     await this.#removals.run(() => this.#removePod());
     await this.#allowlist.remove().catch((error: unknown) => {
       throw mapApiError(error, this.#ctx('teardown')) ?? error;

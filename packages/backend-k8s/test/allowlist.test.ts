@@ -6,7 +6,7 @@
 // cluster has no DNS).
 import { NetworkingV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CapabilityError, type Environment } from '@berth/core';
+import { CapabilityError, type Environment, type NetworkNotice } from '@berth/core';
 import { listenForTokens, reaches } from '@berth/conformance';
 import { createK8sBackend } from '@berth/backend-k8s';
 import {
@@ -90,6 +90,30 @@ describe('k8s network allowlist, enforced by the cluster', () => {
     await env.setNetwork('none');
     expect(await reaches(env, bridge)).toBe(false);
     expect(await reaches(env, second)).toBe(false);
+  });
+
+  it('a name whose address changes while the pod lives is followed (options.refreshNamesMs): its policy and /etc/hosts move to the new address', async () => {
+    let moving = POD_BRIDGE_ADDRESS;
+    const refreshing = createK8sBackend({
+      kubeconfig: { file: BERTH_KUBECONFIG },
+      namespace: NAMESPACE,
+      tolerations: TOLERATE_FAULT,
+      networkPolicy: { probe: { host: bridge.host, port: bridge.port } },
+      refreshNamesMs: 500,
+      resolveHost: async () => [moving],
+    });
+    const env = await refreshing.start({ image: IMAGE, network: { allow: ['moving.berth.test'] } });
+    envs.push(env);
+    const notices: NetworkNotice[] = [];
+    env.events.on('network', (n) => notices.push(n));
+    expect(await reaches(env, { ...bridge, host: 'moving.berth.test' }), 'the name resolves to its first address, which is reached').toBe(true);
+    expect(await reaches(env, second)).toBe(false);
+
+    moving = POD_BRIDGE_SECOND_ADDRESS;
+    for (let i = 0; i < 300 && notices.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(notices[0]).toEqual({ kind: 'refreshed', hosts: [{ name: 'moving.berth.test', addresses: [POD_BRIDGE_SECOND_ADDRESS] }] });
+    expect(await reaches(env, { ...second, host: 'moving.berth.test' }), 'the name now resolves to its new address, which is reached').toBe(true);
+    expect(await reaches(env, bridge), 'the old address is still allowed after the name moved').toBe(false);
   });
 
   it('a wildcard is refused by name before any pod is made; a name that does not resolve is a ConfigError naming it', async () => {

@@ -47,7 +47,7 @@ describe('whileThrottled: a create sent again while Modal rate-limits it', () =>
   }
   function context(signal = new AbortController().signal) {
     const said: StartProgress[] = [];
-    const ctx: CreateContext = { labels: {}, signal, progress: (update) => said.push(update) };
+    const ctx: CreateContext = { labels: {}, signal, progress: (update) => said.push(update), notify: () => undefined };
     return { ctx, said };
   }
 
@@ -88,6 +88,7 @@ describe('whileThrottled: a create sent again while Modal rate-limits it', () =>
       labels: {},
       signal: deadline.signal,
       progress: () => queueMicrotask(() => deadline.abort(new Error('startup deadline of 1000 ms'))),
+      notify: () => undefined,
     };
     await expect(whileThrottled(ctx, { clock })(send)).rejects.toThrow('startup deadline of 1000 ms');
     expect(sentAt).toEqual([0]);

@@ -106,6 +106,15 @@ export interface ClaimedEnvironment extends Environment {
   readonly startup: readonly StartupEvent[];
 }
 
+/**
+ * What an allowlist's refresh did (backends that allow hostnames by the addresses berth resolves):
+ * 'refreshed' when some name's addresses changed and the sandbox now allows (and resolves) the new
+ * ones; 'refresh-failed' when resolving failed, the previous addresses still in force.
+ */
+export type NetworkNotice =
+  | { kind: 'refreshed'; hosts: ReadonlyArray<{ name: string; addresses: readonly string[] }> }
+  | { kind: 'refresh-failed'; error: Error };
+
 export interface EnvironmentEvents {
   /** The phase changed; 'stopped' comes with a detail when teardown found nothing to remove. */
   phase: (phase: EnvironmentPhase, detail?: string) => void;
@@ -113,6 +122,8 @@ export interface EnvironmentEvents {
   build: (progress: BuildProgress) => void;
   /** The sandbox was seen to die while in use. */
   lost: (reason: string) => void;
+  /** Its allowlist's hostnames, resolved again while it lives (options.refreshNamesMs), changed what is allowed, or could not be resolved. */
+  network: (notice: NetworkNotice) => void;
   /** The start reached a mark (each once): which, and the start's timings so far (Environment.startTimings). */
   reached: (mark: StartMark, timings: StartTimings) => void;
 }
@@ -133,8 +144,8 @@ export type NetworkMode = 'public' | 'none' | NetworkAllowlist;
  * - `addresses`: IPv4 addresses and ranges. 'packet': every packet's destination address is checked
  *   (any protocol, any port).
  * - `names`: hostnames. 'resolved': resolved to addresses when the allowlist is applied and enforced
- *   as addresses (so everything sharing an address is let through too, and a name whose addresses
- *   change is stale until applied again); 'tls-sni': TLS connections whose server name matches (port
+ *   as addresses (so everything sharing an address is let through too), and resolved again while
+ *   the sandbox lives where the backend refreshes them (options.refreshNamesMs); 'tls-sni': TLS connections whose server name matches (port
  *   443 only); 'proxy': connections through an egress proxy that matches TLS SNI, HTTP Host and
  *   CONNECT; false: names cannot be listed (refused before any I/O).
  * - `wildcards`: whether `*.domain` entries can be listed.

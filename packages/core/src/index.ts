@@ -11,6 +11,7 @@ export {
   type DownloadDirOptions,
   type Environment,
   type EnvironmentEvents,
+  type NetworkNotice,
   type EnvironmentPhase,
   type EnvironmentPool,
   type ClaimedEnvironment,

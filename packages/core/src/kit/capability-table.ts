@@ -62,7 +62,7 @@ const ROWS: Row[] = [
 ];
 
 const NAMES: Record<string, string> = {
-  resolved: 'resolved to addresses by berth when applied (all sharing an address pass)',
+  resolved: 'resolved to addresses by berth when applied and every refreshNamesMs (all sharing an address pass)',
   'tls-sni': 'by TLS server name (port 443 only)',
   proxy: 'by an egress proxy (TLS SNI, HTTP Host, CONNECT)',
 };

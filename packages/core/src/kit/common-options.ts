@@ -57,6 +57,38 @@ export interface DefaultLifetimeOption {
   defaultLifetimeMs?: number | false;
 }
 
+/**
+ * For backends that enforce an allowlist's hostnames by the addresses berth resolves for them
+ * (Docker, Kubernetes): one name for each option on both.
+ */
+export interface AllowlistNamesOption {
+  /** IPv4 addresses for an allowlist's hostnames. Default: the runner's resolver (getaddrinfo, IPv4). */
+  resolveHost?: (name: string) => Promise<readonly string[]>;
+  /**
+   * How often, in ms, a live sandbox's allowlist hostnames are resolved again; when their addresses
+   * changed, the sandbox's filter and /etc/hosts lines are rewritten (event 'network'). Default
+   * 60000; 0: resolved only when the allowlist is applied.
+   */
+  refreshNamesMs?: number;
+}
+
+/** `refreshNamesMs` when unset: a minute. */
+export const DEFAULT_REFRESH_NAMES_MS = 60_000;
+
+/** options.refreshNamesMs checked before any I/O: ms, 0 for never. */
+export function refreshNamesMs(options: AllowlistNamesOption, at: { backend: string; factory: string }): number {
+  const value: unknown = options.refreshNamesMs;
+  if (value === undefined) return DEFAULT_REFRESH_NAMES_MS;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || (value > 0 && value < 100))
+    throw new ConfigError({
+      operation: 'config',
+      backend: at.backend,
+      path: 'options.refreshNamesMs',
+      message: `${at.factory}'s refreshNamesMs is a whole number of milliseconds, 100 or more, or 0 to resolve names only when an allowlist is applied; got ${JSON.stringify(value) ?? String(value)}`,
+    });
+  return value;
+}
+
 /** `defaultLifetimeMs` when unset: 24 h (Modal's longest sandbox timeout). */
 export const DEFAULT_LIFETIME_MS = 24 * 3600 * 1000;
 

@@ -200,7 +200,7 @@ export class SandboxEnvironment implements Environment {
     const create = () => {
       admitted();
       this.#options.beforeCreate?.();
-      return this.#removal.create({ labels, signal: stop.signal, progress });
+      return this.#removal.create({ labels, signal: stop.signal, progress, notify: (notice) => this.events.emit('network', notice) });
     };
     const limiter = this.#options.limiter;
     const work = (async () => {

@@ -10,7 +10,10 @@ export { defineBackend, type BackendDefinition, type DefinedBackend, type Manage
 export { GUARDIAN_ENV, guardianEnabled, type GuardianTarget } from './guardian.js';
 export {
   DEFAULT_LIFETIME_MS,
+  DEFAULT_REFRESH_NAMES_MS,
   defaultLifetimeMs,
+  refreshNamesMs,
+  type AllowlistNamesOption,
   checkFactoryOptions,
   COMMON_OPTION_NAMES,
   type CommonBackendOptions,
@@ -58,6 +61,7 @@ export { IMAGE_MOUNT_NO_DIRECTORY, IMAGE_MOUNT_STAGING, imageMountCopyCommand } 
 export { isUnreachable, refusedBeforeSending, unreachableApi } from './network-errors.js';
 export { resolveAllowlist, systemResolver, type AllowedHost, type HostResolver, type ResolvedAllowlist } from './allowlist-blocks.js';
 export { HOSTS_MARK, hostsFileCommand } from './allowlist-hosts.js';
+export { AllowlistRefresh } from './allowlist-refresh.js';
 export { API_RETRY_DEFAULTS, retryIdempotent, type ApiRetryPolicy, type TransientAnswer } from './api-retry.js';
 export { retryDelayMs } from '../time/backoff.js';
 export { preflightFailure } from './backend-helpers.js';

@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import type { BuildProgress, NetworkMode, PullProgress } from '../contract.js';
+import type { BuildProgress, NetworkMode, NetworkNotice, PullProgress } from '../contract.js';
 import type { BerthError, Operation } from '../errors.js';
 
 /**
@@ -75,6 +75,8 @@ export interface CreateContext {
   readonly signal: AbortSignal;
   /** Say what is happening: a phase change, a status (kept as StartupTimeoutError.lastStatus), pull progress, throttling. */
   progress(update: StartProgress): void;
+  /** Say what became of the sandbox's network while it lives (an allowlist's refresh): valid after the start too, unlike progress. */
+  notify(notice: NetworkNotice): void;
 }
 
 export interface SnapshotContext {
