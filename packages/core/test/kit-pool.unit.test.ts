@@ -4,7 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
 import { CancelledError, ConfigError, ImagePullError, TaskFailure } from '../src/errors.js';
 import { defineBackend, type BackendDefinition } from '../src/kit/define-backend.js';
-import type { Capabilities, EnvironmentSpec } from '../src/contract.js';
+import type { Capabilities, EnvironmentSpec, NetworkNotice } from '../src/contract.js';
+import type { CreateContext } from '../src/kit/transport.js';
 import { pooled } from '../src/pool/pooled-backend.js';
 import { LocalTransport } from './support/local-transport.js';
 
@@ -39,12 +40,15 @@ class Engine {
 
 class PoolTransport extends LocalTransport {
   created = false;
+  /** What create() was given to tell the environment about its network (an allowlist refresh). */
+  notify: CreateContext['notify'] | undefined;
   readonly #engine: Engine;
   constructor(engine: Engine) {
     super();
     this.#engine = engine;
   }
-  override async create(): Promise<void> {
+  override async create(ctx?: CreateContext): Promise<void> {
+    this.notify = ctx?.notify;
     await this.#engine.gate;
     this.created = true;
   }
@@ -261,6 +265,11 @@ describe('pooled(backend)', () => {
     expect(engine.made.map((m) => m.id)).toContain(env.id);
     expect(phases).toEqual(['starting', 'running']);
     expect((await env.exec('echo hi')).stdout).toBe('hi\n');
+    // What the claimed sandbox says about its network reaches the pooled environment's listeners.
+    const notices: NetworkNotice[] = [];
+    env.events.on('network', (n) => notices.push(n));
+    engine.made.find((m) => m.id === env.id)?.transport.notify?.({ kind: 'refreshed', hosts: [{ name: 'db.test', addresses: ['127.0.0.9'] }] });
+    expect(notices).toEqual([{ kind: 'refreshed', hosts: [{ name: 'db.test', addresses: ['127.0.0.9'] }] }]);
     // The same spec written another way shares the pool; another spec gets its own.
     const again = await b.start({ env: {}, image: 'local:latest' });
     expect(b.pools.size).toBe(1);

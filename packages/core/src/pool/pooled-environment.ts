@@ -20,7 +20,7 @@ import { createEvents } from '../events.js';
 import type { EnvironmentSpec } from '../spec.js';
 import type { StartTimings } from '../start-timings.js';
 
-const FORWARDED = ['phase', 'pull', 'build', 'lost', 'reached'] as const;
+const FORWARDED = ['phase', 'pull', 'build', 'lost', 'network', 'reached'] as const;
 
 /**
  * An environment whose start() is a claim from a warm pool (pooled()). Until the claim its id is
