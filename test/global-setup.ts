@@ -1,5 +1,5 @@
 // Runs once around the whole test run: checks that the real parts the tests need are there, and
-// afterwards that no test left a berth-labelled container behind.
+// afterwards that no test left a berth-labelled container, pod, pull secret or built image behind.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
@@ -43,7 +43,9 @@ function kube(): CoreV1Api {
 }
 
 export async function teardown(): Promise<void> {
-  const ours = await docker.listContainers({ all: true, filters: { label: ['berth.managed=true', `berth.session=${session}`] } });
+  // Everything left is removed and named, all kinds at once; the run then fails. vitest only
+  // prints an error thrown here ("error during close") and still exits 0, so the exit code is set.
+  const left: string[] = [];
   const pods = await kube().listNamespacedPod({ namespace: 'berth-test', labelSelector: `berth.managed=true,berth.session=${session}` });
   if (pods.items.length > 0) {
     const names = pods.items.map((p) => p.metadata?.name ?? '?');
@@ -51,7 +53,7 @@ export async function teardown(): Promise<void> {
       await kube()
         .deleteNamespacedPod({ name, namespace: 'berth-test', gracePeriodSeconds: 0 })
         .catch(() => undefined);
-    throw new Error(`the test run left ${names.length} berth pod(s) behind: ${names.join(', ')}`);
+    left.push(`${names.length} berth pod(s): ${names.join(', ')}`);
   }
   const secrets = await kube().listNamespacedSecret({ namespace: 'berth-test', labelSelector: `berth.managed=true,berth.session=${session}` });
   if (secrets.items.length > 0) {
@@ -60,8 +62,9 @@ export async function teardown(): Promise<void> {
       await kube()
         .deleteNamespacedSecret({ name, namespace: 'berth-test' })
         .catch(() => undefined);
-    throw new Error(`the test run left ${names.length} berth pull secret(s) behind: ${names.join(', ')}`);
+    left.push(`${names.length} berth pull secret(s): ${names.join(', ')}`);
   }
+  const ours = await docker.listContainers({ all: true, filters: { label: ['berth.managed=true', `berth.session=${session}`] } });
   if (ours.length > 0) {
     const names = ours.map((c) => `${c.Names[0] ?? c.Id} (${c.Image}, ${c.State})`);
     for (const c of ours)
@@ -69,7 +72,7 @@ export async function teardown(): Promise<void> {
         .getContainer(c.Id)
         .remove({ force: true })
         .catch(() => undefined);
-    throw new Error(`the test run left ${ours.length} berth container(s) behind: ${names.join(', ')}`);
+    left.push(`${ours.length} berth container(s): ${names.join(', ')}`);
   }
   // Builds that failed part-way leave their finished steps as untagged layers (the builder's
   // cache): remove those this run made, now that no build is running.
@@ -79,6 +82,7 @@ export async function teardown(): Promise<void> {
       .getImage(image.Id)
       .remove({ force: true })
       .catch(() => undefined);
+  // Built images are a cache users keep (README), so a test that builds removes what it built.
   const builds = (await docker.listImages({ filters: { label: ['berth.build'] } })).filter((i) => i.Created >= startedAt);
   if (builds.length > 0) {
     for (const image of builds)
@@ -86,9 +90,17 @@ export async function teardown(): Promise<void> {
         .getImage(image.Id)
         .remove({ force: true })
         .catch(() => undefined);
-    throw new Error(`the test run left ${builds.length} built image(s) behind: ${builds.map((i) => i.RepoTags?.join(',') ?? i.Id).join('; ')}`);
+    left.push(`${builds.length} built image(s): ${builds.map((i) => i.RepoTags?.join(',') ?? i.Id).join('; ')}`);
   }
-  // Keep the machine clean for the next run as well: no dangling private image copies.
+  removePrivateCopies();
+  if (left.length > 0) {
+    process.exitCode = 1;
+    throw new Error(`the test run left these behind (now removed): ${left.join('; ')}`);
+  }
+}
+
+/** Keep the machine clean for the next run as well: no private image copies pulled into the engine. */
+function removePrivateCopies(): void {
   for (const tag of ['latest', 'exec', 'errors', 'harbor', 'build', 'k8s', 'mounts', 'seed-001']) {
     try {
       execFileSync('docker', ['image', 'rm', `127.0.0.1:5000/berth/private-busybox:${tag}`], { stdio: 'ignore' });

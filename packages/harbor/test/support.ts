@@ -146,14 +146,4 @@ echo 1 > /logs/verifier/reward.txt
   });
 }
 
-/** Remove the images the Docker backend built from these contexts (tagged by their content), if there. */
-export async function removeBuiltImages(contexts: readonly string[]): Promise<void> {
-  const docker = new Docker();
-  for (const context of contexts) {
-    const tag = buildTag(await hashBuildContext({ context, dockerfile: 'Dockerfile', args: {}, network: 'public' }));
-    await docker
-      .getImage(tag)
-      .remove({ force: true })
-      .catch(() => undefined);
-  }
-}
+export { removeBuiltImages } from '@berth/test-support/built-images';

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminApi, BERTH_KUBECONFIG, NAMESPACE } from '@berth/test-support/kube-cluster';
 import { ModalSimulator } from '@berth/test-support/modal-sim';
+import { removeBuiltImages } from '@berth/test-support/built-images';
 import { writeRegistryLogin } from '@berth/test-support/registry-login';
 import { EXAMPLES, FIXTURES, harborContainers, harborRun, outcomes } from './support/harbor.js';
 
@@ -19,6 +20,8 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await rm(root, { recursive: true, force: true });
+  // The example built from its Dockerfile (on Docker, and locally before its push for the cluster).
+  await removeBuiltImages([join(EXAMPLES, 'built-image', 'environment')]);
 });
 
 const EXAMPLE_REWARDS = { 'built-image': 1, 'count-lines': 1, 'fix-the-bug': 1, 'hello-world': 1 };
