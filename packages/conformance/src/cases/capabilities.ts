@@ -2,7 +2,7 @@ import { CapabilityError, ConfigError, type CapabilityHints, type EnvironmentSpe
 import { describe, expect } from 'vitest';
 import type { Harness } from '../harness.js';
 import type { ReachableListener } from '../options.js';
-import { reaches, resolves } from './network-probes.js';
+import { control, reaches, resolves } from './network-probes.js';
 
 export function capabilityCases(h: Harness): void {
   describe('capabilities', () => {
@@ -72,8 +72,8 @@ export function capabilityCases(h: Harness): void {
         withListener(async (listener) => {
           // Proved first, so the refusal below cannot pass vacuously.
           await h.withEnv({ network: 'public' }, async (env) => {
-            expect(await reaches(env, listener), `a public sandbox must reach ${listener.host}:${listener.port}`).toBe(true);
-            expect(await resolves(env, listener), `a public sandbox must resolve through ${listener.host}:${listener.dnsPort}`).toBe(true);
+            expect(await control(() => reaches(env, listener)), `a public sandbox must reach ${listener.host}:${listener.port}`).toBe(true);
+            expect(await control(() => resolves(env, listener)), `a public sandbox must resolve through ${listener.host}:${listener.dnsPort}`).toBe(true);
           });
           await h.withEnv({ network: 'none' }, async (env) => {
             expect(env.network).toBe('none');

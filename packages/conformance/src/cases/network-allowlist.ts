@@ -4,7 +4,7 @@ import { describe, expect } from 'vitest';
 import { DNS_ZONE, startDnsResponderOn53 } from '../dns-responder.js';
 import type { Harness } from '../harness.js';
 import type { ReachableListener } from '../options.js';
-import { reaches } from './network-probes.js';
+import { control, reaches } from './network-probes.js';
 
 /** Points the sandbox's resolver at `host` (port 53), as root: a resolv.conf of one line. */
 async function useResolver(env: Environment, host: string): Promise<void> {
@@ -50,8 +50,8 @@ export function allowlistCases(h: Harness): void {
       run: () =>
         withListeners(async (allowed, denied) => {
           await h.withEnv({ network: 'public' }, async (env) => {
-            expect(await reaches(env, allowed), `a public sandbox must reach ${allowed.host}:${allowed.port}`).toBe(true);
-            expect(await reaches(env, denied), `a public sandbox must reach ${denied.host}:${denied.port}`).toBe(true);
+            expect(await control(() => reaches(env, allowed)), `a public sandbox must reach ${allowed.host}:${allowed.port}`).toBe(true);
+            expect(await control(() => reaches(env, denied)), `a public sandbox must reach ${denied.host}:${denied.port}`).toBe(true);
           });
           await h.withEnv({ network: { allow: [allowed.host] } }, async (env) => {
             expect(env.network).toEqual({ allow: [allowed.host] });
@@ -79,10 +79,11 @@ export function allowlistCases(h: Harness): void {
             const fresh = () => `berth-${randomBytes(6).toString('hex')}.${DNS_ZONE}`;
             await h.withEnv({ network: 'public' }, async (env) => {
               await useResolver(env, denied.host);
-              const control = fresh();
-              expect(await reaches(env, { ...denied, host: control }), `a public sandbox must resolve ${control} through ${denied.host}:53 and reach it`).toBe(
-                true,
-              );
+              const answered = fresh();
+              expect(
+                await control(() => reaches(env, { ...denied, host: answered })),
+                `a public sandbox must resolve ${answered} through ${denied.host}:53 and reach it`,
+              ).toBe(true);
             });
             await h.withEnv({ network: { allow: [name] } }, async (env) => {
               expect(env.networkEnforcement.allowlist?.dns).not.toBe('open');

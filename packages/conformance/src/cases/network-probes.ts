@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Environment } from '@berth/core';
 import { expect } from 'vitest';
 import { DNS_ZONE } from '../dns-responder.js';
@@ -32,4 +33,19 @@ export async function resolves(env: Environment, listener: ReachableListener): P
     asked,
   );
   return asked;
+}
+
+/**
+ * A positive control on a fresh public sandbox: the probe must succeed within three tries, 2 s
+ * apart. It proves the listener or responder can be reached at all, so that a false on another
+ * network is that network's doing; a datagram lost while the engine is loaded is not what a case
+ * tests (once, in a full run, a public pod's DNS query on the test cluster went unanswered). The
+ * claims themselves are probed once.
+ */
+export async function control(probe: () => Promise<boolean>): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    if (await probe()) return true;
+    if (attempt === 3) return false;
+    await sleep(2_000);
+  }
 }
