@@ -1,50 +1,51 @@
 import type Docker from 'dockerode';
-import { ConfigError, type NetworkAllowlist, type NetworkNotice } from '@berth/core';
-import {
-  AllowlistRefresh,
-  hostsFileCommand,
-  refreshNamesMs,
-  resolveAllowlist,
-  systemResolver,
-  type AllowedHost,
-  type ResolvedAllowlist,
-} from '@berth/core/backend-kit';
+import type { NetworkAllowlist, NetworkNotice } from '@berth/core';
+import { SandboxAllowlist, type ResolvedAllowlist } from '@berth/core/backend-kit';
 import { OPEN_RULES, allowRules, applyRules, nameserversOf } from './egress-rules.js';
-import { BACKEND, IDENTITY } from './identity.js';
+import { IDENTITY } from './identity.js';
 import type { DockerBackendOptions } from './options.js';
 
 /**
- * One sandbox's allowlist (see egress-rules.ts): its packet filter and /etc/hosts lines written,
- * replaced, emptied, and its names resolved again while it lives (options.refreshNamesMs).
+ * One sandbox's allowlist on Docker (see egress-rules.ts): its packet filter written, replaced or
+ * emptied by a helper container; the rest (names in /etc/hosts, their refresh) is the kit's
+ * SandboxAllowlist, over an exec as root.
  */
 export class SandboxEgress {
   readonly #docker: Docker;
   readonly #id: string;
   readonly #options: DockerBackendOptions;
-  /** The labels of the helper containers (the sandbox's create's), and where refreshes are said. */
+  readonly #names: SandboxAllowlist;
+  /** The labels of the helper containers (the sandbox's create's). */
   #labels: Record<string, string> = {};
-  #notify: (notice: NetworkNotice) => void = () => undefined;
   /** Whether a filter was written (so 'public' must empty it). */
   #filtered = false;
-  /** Whether berth's lines are in the sandbox's /etc/hosts (so 'public' must remove them). */
-  #hosts = false;
-  #refresh: AllowlistRefresh | undefined;
 
   constructor(docker: Docker, id: string, options: DockerBackendOptions) {
     this.#docker = docker;
     this.#id = id;
     this.#options = options;
+    this.#names = new SandboxAllowlist(
+      {
+        ...IDENTITY,
+        engine: 'Docker',
+        environmentId: id,
+        owner: "the sandbox's",
+        hostsNeed: '/bin/sh in the image',
+        run: (argv) => this.#runAsRoot(argv),
+      },
+      options,
+    );
   }
 
   /** At create: the labels of what it makes, and where the sandbox's network notices go. */
   bind(labels: Record<string, string>, notify: (notice: NetworkNotice) => void): void {
     this.#labels = { ...labels };
-    this.#notify = notify;
+    this.#names.bind(notify);
   }
 
   /** The allowlist's blocks and names, its names resolved now (before a container is made for it, at start). */
   resolve(allowlist: NetworkAllowlist): Promise<ResolvedAllowlist> {
-    return resolveAllowlist(allowlist, this.#options.resolveHost ?? systemResolver, { backend: BACKEND, environmentId: this.#id, engine: 'Docker' });
+    return this.#names.resolve(allowlist);
   }
 
   /**
@@ -52,39 +53,21 @@ export class SandboxEgress {
    * names in /etc/hosts (the engine edits that file when a sandbox joins a network), then their
    * refresh started.
    */
-  async allow(allowlist: NetworkAllowlist, resolved: ResolvedAllowlist, join: () => Promise<void>): Promise<void> {
-    await this.stop();
-    await this.#apply(resolved.blocks);
-    await join();
-    await this.#writeHosts(resolved.hosts);
-    const every = refreshNamesMs(this.#options, IDENTITY);
-    if (AllowlistRefresh.wanted(resolved, every))
-      this.#refresh = new AllowlistRefresh(
-        resolved,
-        every,
-        () => this.resolve(allowlist),
-        async (next) => {
-          await this.#apply(next.blocks);
-          await this.#writeHosts(next.hosts);
-        },
-        this.#notify,
-      );
+  allow(allowlist: NetworkAllowlist, resolved: ResolvedAllowlist, join: () => Promise<void>): Promise<void> {
+    return this.#names.apply(allowlist, resolved, (blocks) => this.#apply(blocks), { opened: join });
   }
 
   /** Empties the filter and removes berth's hosts lines, where they were written. */
   async open(): Promise<void> {
-    await this.stop();
-    await this.#writeHosts([]);
+    await this.#names.open();
     if (!this.#filtered) return;
     await applyRules(this.#docker, this.#id, this.#image(), OPEN_RULES, this.#labels, this.#id);
     this.#filtered = false;
   }
 
   /** No more refreshes (a switch, the sandbox's removal); waits for one in flight. */
-  async stop(): Promise<void> {
-    const refresh = this.#refresh;
-    this.#refresh = undefined;
-    await refresh?.stop();
+  stop(): Promise<void> {
+    return this.#names.stop();
   }
 
   /** Writes the filter for `blocks`, the sandbox's resolvers (its resolv.conf's) cut off. */
@@ -94,30 +77,20 @@ export class SandboxEgress {
     await applyRules(this.#docker, this.#id, this.#image(), rules, this.#labels, this.#id);
   }
 
-  /**
-   * Makes the allowlist's names resolve inside (its resolvers being cut off): berth's lines in its
-   * /etc/hosts replaced, by a shell run as root (whatever the image's user).
-   */
-  async #writeHosts(hosts: readonly AllowedHost[]): Promise<void> {
-    if (hosts.length === 0 && !this.#hosts) return;
-    const exec = await this.#docker.getContainer(this.#id).exec({ Cmd: hostsFileCommand(hosts), User: '0', AttachStdout: true, AttachStderr: true });
+  /** A command run as root in the sandbox (whatever the image's user): its exit code and output. */
+  async #runAsRoot(argv: readonly string[]): Promise<{ code: number | null; output: string }> {
+    const exec = await this.#docker.getContainer(this.#id).exec({ Cmd: [...argv], User: '0', AttachStdout: true, AttachStderr: true });
     const stream = await exec.start({});
     const chunks: Buffer[] = [];
     for await (const chunk of stream) chunks.push(chunk as Buffer);
     const { ExitCode } = await exec.inspect();
-    if (ExitCode !== 0)
-      throw new ConfigError({
-        operation: 'network',
-        backend: BACKEND,
-        environmentId: this.#id,
-        path: 'spec.network.allow',
-        message: `the allowlist's names could not be written into the sandbox's /etc/hosts (/bin/sh exited ${ExitCode}: ${Buffer.concat(chunks)
-          .toString('utf8')
-          .replace(/[\x00-\x08]/g, '')
-          .trim()
-          .slice(-300)}): names need /bin/sh in the image; list addresses or ranges instead`,
-      });
-    this.#hosts = hosts.length > 0;
+    // The stream is multiplexed: its frame headers' bytes are dropped, the text kept.
+    return {
+      code: ExitCode ?? null,
+      output: Buffer.concat(chunks)
+        .toString('utf8')
+        .replace(/[\x00-\x08]/g, ''),
+    };
   }
 
   #image(): string {

@@ -62,6 +62,7 @@ export { isUnreachable, refusedBeforeSending, unreachableApi } from './network-e
 export { resolveAllowlist, systemResolver, type AllowedHost, type HostResolver, type ResolvedAllowlist } from './allowlist-blocks.js';
 export { HOSTS_MARK, hostsFileCommand } from './allowlist-hosts.js';
 export { AllowlistRefresh } from './allowlist-refresh.js';
+export { SandboxAllowlist, type AllowBlocks, type AllowlistEngine } from './sandbox-allowlist.js';
 export { API_RETRY_DEFAULTS, retryIdempotent, type ApiRetryPolicy, type TransientAnswer } from './api-retry.js';
 export { retryDelayMs } from '../time/backoff.js';
 export { preflightFailure } from './backend-helpers.js';
