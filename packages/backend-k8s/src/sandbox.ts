@@ -2,18 +2,15 @@ import {
   ConfigError,
   SandboxLostError,
   describeImage,
-  isAllowlist,
   isBuiltImage,
   type EnvironmentSpec,
   type ImageAuth,
-  type NetworkAllowlist,
   type NetworkMode,
   type Operation,
 } from '@berth/core';
 import {
   retryIdempotent,
   type CreationLimiter,
-  type ResolvedAllowlist,
   throwIfAborted,
   type CreateContext,
   type ProcessRequest,
@@ -28,7 +25,7 @@ import { apiMessage, idempotent, mapApiError, statusOf, transientAnswer } from '
 import type { K8sBackendOptions } from './options.js';
 import { CONTAINER, podManifest } from './pod-manifest.js';
 import type { PodNetwork } from './pod-network.js';
-import { PodAllowlist } from './pod-allowlist.js';
+import { PodNetworking } from './pod-networking.js';
 import { acquirePullSecrets, manifestMounts, withMain, type PodImages } from './pod-images.js';
 import { unreadSecrets } from './pull-events.js';
 import { podEvents } from './pod-report.js';
@@ -75,8 +72,8 @@ export class K8sSandbox implements SandboxTransport {
 
   readonly #removals: CreationLimiter;
   readonly #network: PodNetwork;
-  /** The pod's allowlist, when it has or had one: its policy and hosts lines. */
-  readonly #allowlist: PodAllowlist;
+  /** This pod's network: 'none' proved, an allowlist applied, switches (see PodNetworking). */
+  readonly #networking: PodNetworking;
   readonly #informer: PodInformer;
   /** restartPolicy may be patched, a pod replaced by name: failed commands are checked against the pod started. */
   readonly replaceable = true;
@@ -87,7 +84,7 @@ export class K8sSandbox implements SandboxTransport {
     this.#removals = shared.removals;
     this.#network = shared.network;
     this.#informer = shared.informer;
-    this.#allowlist = new PodAllowlist(shared.cluster, shared.network, shared.options, id);
+    this.#networking = new PodNetworking(shared, id, spec);
     this.#id = id;
     this.#spec = spec;
     this.#images = images;
@@ -112,7 +109,6 @@ export class K8sSandbox implements SandboxTransport {
 
   async #create(ctx: CreateContext): Promise<void> {
     const { namespace } = this.#cluster;
-    this.#allowlist.bind(ctx.notify);
     const built = await this.#build(ctx);
     if (built) this.#images = withMain(this.#images, built, this.#options);
     const main = this.#images.main;
@@ -121,9 +117,7 @@ export class K8sSandbox implements SandboxTransport {
     const pullSecrets = [...this.#images.pullSecrets, ...this.#secrets];
     this.#hadCredentials = pullSecrets.length > 0;
     throwIfAborted(ctx.signal, this.#ctx('start'));
-    if (this.#needsPolicy) await this.#networkCall('start', () => this.#network.prepare(this.#id, ctx.signal));
-    const network = this.#spec.network;
-    const resolved = isAllowlist(network) ? await this.#networkCall('start', () => this.#allowlist.resolve(network)) : undefined;
+    const probe = await this.#networking.beforeCreate(ctx.notify, ctx.signal);
     const { policy } = main;
     const body = podManifest({
       name: this.#id,
@@ -135,7 +129,7 @@ export class K8sSandbox implements SandboxTransport {
       labels: { ...(this.#options.labels ?? {}), ...ctx.labels },
       pullSecrets,
       options: this.#options,
-      ...(this.#probed ? { startupProbe: this.#network.startupProbe() } : {}),
+      ...probe,
     });
     ctx.progress({ phase: 'starting', status: `creating pod ${namespace}/${this.#id}` });
     // Followed from before the create, so no change of the new pod is missed.
@@ -153,33 +147,9 @@ export class K8sSandbox implements SandboxTransport {
       ctx.signal.removeEventListener('abort', stopFollowing);
       following.abort();
     }
-    if (this.#probed) {
-      // Cut off, as the kubelet's startup probe saw; the node's positive control once per node.
-      ctx.progress({ status: `network 'none' holds in the pod; proving the policy on node ${this.#node ?? '?'} if it is new` });
-      if (this.#node) await this.#networkCall('start', () => this.#network.provedOnNode(this.#id, this.#node!, this.#id, ctx.signal));
-      if (isAllowlist(network)) {
-        // Started cut off; opened to the allowlist only now, by the pod's own policy.
-        ctx.progress({ status: `applying the allowlist (${network.allow.length} entries) and checking it holds in the pod` });
-        await this.#allow(network, resolved!, 'start', ctx.signal);
-      }
-      ctx.progress({ reached: 'network' });
-    } else if (this.#needsPolicy) {
-      ctx.progress({ status: `checking from inside that network '${this.#spec.network}' holds` });
-      await this.#networkCall('start', () => this.#network.settle(this.#id, this.#spec.network, this.#id, ctx.signal));
-      ctx.progress({ reached: 'network' });
-    }
-  }
-
-  /** Starting on 'none' (an allowlist starts there too): the kubelet's startup probe checks it holds before the container counts as started. */
-  get #probed(): boolean {
-    return this.#spec.network === 'none' || isAllowlist(this.#spec.network);
-  }
-
-  /** The pod's own egress policy for `allowlist`, its label, its hosts lines (see PodAllowlist). */
-  async #allow(allowlist: NetworkAllowlist, resolved: ResolvedAllowlist, operation: 'start' | 'network', signal?: AbortSignal): Promise<void> {
     const uid = this.#started?.uid;
-    if (!uid) throw new Error('unreachable: an allowlist is applied to a running pod');
-    await this.#networkCall(operation, () => this.#allowlist.apply(uid, allowlist, resolved, signal));
+    if (!uid) throw new Error('unreachable: a pod that started has a UID');
+    await this.#networking.afterRunning(uid, this.#node, ctx);
   }
 
   async #createPod(body: V1Pod, ctx: CreateContext): Promise<void> {
@@ -210,29 +180,11 @@ export class K8sSandbox implements SandboxTransport {
     }
   }
 
-  /** Network 'none', an allowlist (which starts on 'none'), or a switch later: the pod relies on the namespace's deny-all NetworkPolicy. */
-  get #needsPolicy(): boolean {
-    return this.#spec.network === 'none' || isAllowlist(this.#spec.network) || this.#spec.networkSwitch;
-  }
-
-  /** Relabels the pod (an allowlist: its own policy first); returns once the new state holds inside it (see PodNetwork). */
+  /** Relabels the pod (an allowlist: its own policy first); returns once the new state holds inside it (see PodNetworking). */
   async setNetwork(mode: NetworkMode): Promise<void> {
-    if (isAllowlist(mode)) return this.#allow(mode, await this.#networkCall('network', () => this.#allowlist.resolve(mode)), 'network');
-    await this.#networkCall('network', async () => {
-      await this.#allowlist.stop();
-      await this.#network.label(this.#id, mode);
-      await this.#network.settle(this.#id, mode, this.#id);
-      if (mode === 'public') await this.#allowlist.open();
-    });
-  }
-
-  /** API failures of the network calls in berth's taxonomy; berth's own errors pass through. */
-  async #networkCall<T>(operation: Operation, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (error) {
-      throw mapApiError(error, this.#ctx(operation), { podGone: operation === 'network' }) ?? error;
-    }
+    const uid = this.#started?.uid;
+    if (!uid) throw new Error('unreachable: the kit switches networks only of a started sandbox');
+    await this.#networking.set(mode, uid);
   }
 
   /** `image: { build }`: the builder builds and pushes it; the pod then pulls it like any image. */
@@ -255,7 +207,7 @@ export class K8sSandbox implements SandboxTransport {
   #decideStart(ctx: CreateContext, patientUntil: number) {
     return (pod: V1Pod): { pod: V1Pod; state: StartState } | undefined => {
       this.#marks(pod, ctx);
-      const state = startState(pod, this.#probed);
+      const state = startState(pod, this.#networking.probed);
       if (state.kind === 'pull_failed' && Date.now() < patientUntil) {
         ctx.progress({ status: `Pending: ${state.reason}: waiting for the kubelet's next pull, now that the pull secret exists` });
         return undefined;
@@ -353,12 +305,9 @@ export class K8sSandbox implements SandboxTransport {
   }
 
   async remove(): Promise<void> {
-    // No refresh of its allowlist may start on a pod being removed.
-    await this.#allowlist.stop();
+    await this.#networking.stop();
     await this.#removals.run(() => this.#removePod());
-    await this.#allowlist.remove().catch((error: unknown) => {
-      throw mapApiError(error, this.#ctx('teardown')) ?? error;
-    });
+    await this.#networking.remove();
     const creating = this.#creating;
     if (creating) {
       // A removal during the create (a start given up on): its pod may still be created, naming

@@ -2,9 +2,7 @@
 import { chmod, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Docker from 'dockerode';
 import { parse as parseToml } from 'smol-toml';
-import { buildTag, hashBuildContext } from '@berth/core/backend-kit';
 
 export const BASIC_IMAGE = 'berth-test/busybox:latest';
 
