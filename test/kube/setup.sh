@@ -4,8 +4,10 @@
 # k8s.io/kubernetes Go modules into one binary (test/kube/cmd/kube), the kubelet on Debian's
 # containerd with Debian's CNI plugins on a host-only bridge. RBAC on. Writes kubeconfigs to
 # $KUBE_STATE (admin.kubeconfig; see the end).
-# Idempotent: starts only what is not running. Needs root and test/setup/setup.sh (the registry,
-# the test image) to have run.
+# Idempotent: starts only what is not running, on a new machine or one set up before (its links and
+# addresses kept). Under pipefail, `cmd | grep -q` fails when grep exits before cmd has written
+# everything (SIGPIPE): the checks below read all of cmd's output. Needs root and
+# test/setup/setup.sh (the registry, the test image) to have run.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -139,10 +141,10 @@ start scheduler "$KUBE" scheduler --kubeconfig "$KUBE_STATE/scheduler.kubeconfig
   --authentication-kubeconfig "$KUBE_STATE/scheduler.kubeconfig" --authorization-kubeconfig "$KUBE_STATE/scheduler.kubeconfig" \
   --bind-address 127.0.0.1 --leader-elect=false
 
-if ! ip -o addr show dev berth-kube0 2>/dev/null | grep -q "$NODE_IP/"; then
+if ! ip -o addr show dev berth-kube0 2>/dev/null | grep -F "$NODE_IP/" >/dev/null; then
   # A bridge with no ports: the kernel here has no dummy links; this works the same.
   ip link add berth-kube0 type bridge 2>/dev/null || true
-  ip addr add "$NODE_IP/32" dev berth-kube0 2>/dev/null || true
+  ip addr replace "$NODE_IP/32" dev berth-kube0
   ip link set berth-kube0 up
 fi
 
@@ -181,17 +183,18 @@ EOF
 # before they start any pod. The CNI plugin adopts it (the address it would give is already there).
 if ! ip link show berth0 >/dev/null 2>&1; then
   ip link add berth0 type bridge
-  ip addr add 10.244.0.1/24 dev berth0
 fi
+ip addr replace 10.244.0.1/24 dev berth0
 # A second address of this machine that pods reach, for allowlist tests (one address allowed, one not).
-ip -o addr show dev berth0 | grep -q ' 10.244.0.254/' || ip addr add 10.244.0.254/32 dev berth0
+# `replace`, not `add`: idempotent when the address is already there (a machine set up before).
+ip addr replace 10.244.0.254/32 dev berth0
 ip link set berth0 up
 start containerd containerd --config "$CTRD/config.toml"
 wait_for containerd 30 ctr --address "$CTRD_SOCK" version
 CTR=(ctr --address "$CTRD_SOCK" -n k8s.io)
 
 # The pause image and the test image, made locally (no registry on the internet is reachable).
-if ! "${CTR[@]}" images ls -q | grep -q '^docker.io/berth-test/pause:1$'; then
+if ! "${CTR[@]}" images ls -q | grep -x 'docker.io/berth-test/pause:1' >/dev/null; then
   log "importing the pause and test images into containerd"
   tmp=$(mktemp -d)
   printf 'FROM berth-test/busybox:latest\nENTRYPOINT ["/bin/sleep", "2147483647"]\n' >"$tmp/Dockerfile"
@@ -227,7 +230,7 @@ imageGCLowThresholdPercent: 99
 EOF
 start kubelet "$KUBE" kubelet --config "$KUBE_STATE/kubelet/config.yaml" --kubeconfig "$KUBE_STATE/kubelet.kubeconfig" \
   --hostname-override "$NODE" --node-ip "$NODE_IP" --root-dir "$KUBE_STATE/kubelet/root"
-node_ready() { kubectl --kubeconfig "$KUBE_STATE/admin.kubeconfig" get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -q True; }
+node_ready() { kubectl --kubeconfig "$KUBE_STATE/admin.kubeconfig" get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep True >/dev/null; }
 wait_for "node $NODE Ready" 120 node_ready
 
 # NetworkPolicy, enforced on the host with iptables and ipsets: the policy controller only (no
@@ -248,7 +251,7 @@ start kube-proxy "$KUBE" proxy --kubeconfig "$KUBE_STATE/admin.kubeconfig" --hos
   --proxy-mode iptables --cluster-cidr 10.244.0.0/24 --conntrack-max-per-core 0 \
   --conntrack-tcp-timeout-established 0 --conntrack-tcp-timeout-close-wait 0 --iptables-localhost-nodeports=false \
   --healthz-bind-address 127.0.0.1:10256 --metrics-bind-address 127.0.0.1:10249
-service_proxied() { iptables -w -t nat -S KUBE-SERVICES | grep -q 'default/kubernetes:https'; }
+service_proxied() { iptables -w -t nat -S KUBE-SERVICES | grep -F 'default/kubernetes:https' >/dev/null; }
 wait_for "kube-proxy's rule for the kubernetes service" 60 service_proxied
 
 # --- the tests' namespace and identity: a service account bound only to berth's Role ----------
