@@ -1,15 +1,19 @@
 // The simulator's TaskSetNetworkAccess, driven by a raw gRPC client: a task made with an allowlist
 // policy is switched between an empty allowlist and an allow-all one, and its container really
 // loses and regains the engine's bridge (a listener on the bridge's gateway, this machine, is the
-// proof; nothing leaves this machine). Requests are validated as Modal's router does. Needs the
-// Docker engine and berth-test/busybox:latest.
+// proof; nothing leaves this machine). Requests are validated as Modal's router does. Domains are
+// matched on TLS server names at port 443: real ClientHellos (made by Node's TLS client) sent from
+// inside to a listener on the gateway's port 443. Needs the Docker engine, berth-test/busybox:latest
+// and berth-test/egress:latest (test/setup/egress-image.sh).
 import { randomBytes } from 'node:crypto';
+import { type AddressInfo, type Socket, createServer } from 'node:net';
+import { connect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenForTokens } from '@berth/conformance';
 import type { ReachableListener } from '@berth/conformance';
 import { bridgeGateway } from '@berth/test-support/docker-bridge';
 import { Harness } from '@berth/test-support/modal-sim/harness';
-import { Code, ModalSimulator } from '@berth/test-support/modal-sim';
+import { Code, ModalSimulator, SIM_LABEL } from '@berth/test-support/modal-sim';
 
 const BUSYBOX = 'berth-test/busybox:latest';
 const EMPTY = { network_access_type: 'ALLOWLIST', allowed_cidrs: [], allowed_domains: [] };
@@ -20,6 +24,7 @@ let h: Harness;
 let appId: string;
 let imageId: string;
 let listener: ReachableListener;
+let tls: TlsListener;
 
 beforeAll(async () => {
   sim = await ModalSimulator.start({ longPollMs: 2000 });
@@ -27,10 +32,12 @@ beforeAll(async () => {
   appId = await h.app('berth-sim-network');
   imageId = (await h.build(appId, [`FROM ${BUSYBOX}`])).imageId;
   listener = await listenForTokens(await bridgeGateway());
+  tls = await tlsListener(await bridgeGateway());
 });
 
 afterAll(async () => {
   await listener?.close();
+  await tls?.close();
   h?.close();
   await sim?.close();
 });
@@ -127,9 +134,9 @@ describe('TaskSetNetworkAccess', () => {
       code: Code.INVALID_ARGUMENT,
       message: expect.stringMatching(/not a CIDR/),
     });
-    expect(await setAccess(task, { network_access_type: 'ALLOWLIST', allowed_domains: ['example.com'] })).toMatchObject({
-      code: Code.UNIMPLEMENTED,
-      message: expect.stringMatching(/the simulator enforces/),
+    expect(await setAccess(task, { network_access_type: 'ALLOWLIST', allowed_domains: [''] })).toMatchObject({
+      code: Code.INVALID_ARGUMENT,
+      message: expect.stringMatching(/is not a domain name/),
     });
     expect(await reaches(task)).toBe(false);
 
@@ -150,5 +157,110 @@ describe('TaskSetNetworkAccess', () => {
     await h.ok('SandboxTerminate', { sandbox_id: task.sandboxId });
     const bad = await h.cp('SandboxCreate', { app_id: appId, definition: { image_id: imageId, block_network: true, network_access: EMPTY } });
     expect(bad.code).toBe(Code.INVALID_ARGUMENT);
+  });
+});
+
+/** A ClientHello as Node's TLS client writes it, naming `servername`. */
+async function clientHello(servername: string): Promise<Buffer> {
+  const server = createServer();
+  const first = new Promise<Buffer>((resolve) => server.once('connection', (s: Socket) => s.once('data', (d: Buffer) => (resolve(d), s.destroy()))));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const client = connect({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, servername });
+  client.on('error', () => undefined);
+  const hello = await first;
+  client.destroy();
+  server.close();
+  return hello;
+}
+
+interface TlsListener {
+  host: string;
+  /** The bytes each connection sent, as received. */
+  received: Buffer[];
+  close(): Promise<void>;
+}
+
+/** A listener on the gateway's port 443 keeping what each connection sends (it never answers). */
+async function tlsListener(host: string): Promise<TlsListener> {
+  const received: Buffer[] = [];
+  const server = createServer((s) => {
+    const chunks: Buffer[] = [];
+    s.on('data', (d: Buffer) => chunks.push(d));
+    s.on('error', () => undefined);
+    s.on('close', () => received.push(Buffer.concat(chunks)));
+    setTimeout(() => s.end(), 300);
+  });
+  await new Promise<void>((r) => server.listen(443, host, r));
+  return { host, received, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+/** Sends a ClientHello naming `servername` from inside the task to the listener's port 443: true when the listener got it, whole. */
+async function helloReaches(task: { taskId: string; jwt: string }, servername: string): Promise<boolean> {
+  const hello = await clientHello(servername);
+  await run(task, `echo ${hello.toString('base64')} | base64 -d | nc -w 2 ${tls.host} 443`);
+  // The listener ends its side after 0.3 s; what it got is kept when the connection closes.
+  await new Promise((r) => setTimeout(r, 500));
+  return tls.received.some((b) => b.equals(hello));
+}
+
+describe('allowlists of domains, matched on the TLS server name (port 443)', () => {
+  const DOMAINS = { network_access_type: 'ALLOWLIST', allowed_cidrs: [], allowed_domains: ['api.allowed.test', '*.wild.test'] };
+
+  it('a positive control: with an allow-all allowlist every server name reaches the listener', async () => {
+    const task = await running(ALLOW_ALL);
+    expect(await helloReaches(task, 'denied.test')).toBe(true);
+    await h.ok('SandboxTerminate', { sandbox_id: task.sandboxId });
+  });
+
+  it("lets through the names listed and the subdomains of a wildcard, not other names, the wildcard's own name, or any address", async () => {
+    const task = await running(DOMAINS);
+    expect(await helloReaches(task, 'api.allowed.test')).toBe(true);
+    expect(await helloReaches(task, 'a.b.wild.test')).toBe(true);
+    expect(await helloReaches(task, 'API.Allowed.Test')).toBe(true);
+    expect(await helloReaches(task, 'denied.test')).toBe(false);
+    expect(await helloReaches(task, 'wild.test')).toBe(false);
+    expect(await helloReaches(task, 'allowed.test')).toBe(false);
+    // Not TLS at all, to the same port; and another port of the same address.
+    const before = tls.received.length;
+    await run(task, `printf 'GET / HTTP/1.0\\r\\nHost: api.allowed.test\\r\\n\\r\\n' | nc -w 2 ${tls.host} 443`);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(tls.received.slice(before).some((b) => b.length > 0)).toBe(false);
+    expect(await reaches(task)).toBe(false);
+    await h.ok('SandboxTerminate', { sandbox_id: task.sandboxId });
+  });
+
+  it('switches between domains, CIDRs and none; the gate goes with the sandbox', async () => {
+    const task = await running(EMPTY);
+    expect(await helloReaches(task, 'api.allowed.test')).toBe(false);
+    expect((await setAccess(task, DOMAINS)).code).toBe(0);
+    expect(await helloReaches(task, 'api.allowed.test')).toBe(true);
+    expect(await reaches(task)).toBe(false);
+    // Domains and the listener's address: the address lets any protocol out, 443 included.
+    const both = { ...DOMAINS, allowed_cidrs: [`${listener.host}/32`] };
+    expect((await setAccess(task, both)).code).toBe(0);
+    expect(await reaches(task)).toBe(true);
+    expect(await helloReaches(task, 'denied.test')).toBe(true);
+    expect((await setAccess(task, { ...DOMAINS, allowed_domains: ['other.test'] })).code).toBe(0);
+    expect(await helloReaches(task, 'api.allowed.test')).toBe(false);
+    expect(await helloReaches(task, 'other.test')).toBe(true);
+    expect((await setAccess(task, EMPTY)).code).toBe(0);
+    expect(await helloReaches(task, 'other.test')).toBe(false);
+    expect((await setAccess(task, DOMAINS)).code).toBe(0);
+    await h.ok('SandboxTerminate', { sandbox_id: task.sandboxId });
+    await h.ok('SandboxWait', { sandbox_id: task.sandboxId, timeout: 10 });
+    expect(await sim.docker.listContainers({ all: true, filters: { label: [`${SIM_LABEL}=${task.sandboxId}`] } })).toEqual([]);
+  });
+
+  it('refuses what is not a domain name, and IPv6 ranges it cannot filter', async () => {
+    const task = await running(EMPTY);
+    expect(await setAccess(task, { ...DOMAINS, allowed_domains: ['a,b.test'] })).toMatchObject({
+      code: Code.INVALID_ARGUMENT,
+      message: expect.stringMatching(/allowed_domains: "a,b.test" is not a domain name/),
+    });
+    expect(await setAccess(task, { network_access_type: 'ALLOWLIST', allowed_cidrs: ['fd00::/8'] })).toMatchObject({
+      code: Code.UNIMPLEMENTED,
+      message: expect.stringMatching(/IPv4 CIDRs, not "fd00::\/8"/),
+    });
+    await h.ok('SandboxTerminate', { sandbox_id: task.sandboxId });
   });
 });

@@ -1,16 +1,18 @@
 // Modal's outbound network policies (modal.client.NetworkAccess) on a sandbox's container. OPEN is
 // the engine's bridge; BLOCKED (or the deprecated block_network) no network at all, for good (Modal
 // gives a blocked task no interface); ALLOWLIST the bridge, attached while the allowlist lets every
-// address out (0.0.0.0/0) and detached while it is empty, leaving only loopback. An allowlist of
-// CIDRs is enforced as Modal documents it ("only allows traffic to the listed CIDR ranges (any
-// protocol)"; DNS still resolves): the container's own packet filter (egress-filter.ts). Domains
-// (Modal matches TLS server names on port 443) are not enforced here: refused rather than pretend.
-// TaskSetNetworkAccess replaces a running task's policy with an allowlist, as Modal's router does.
+// address out (0.0.0.0/0) and detached while it is empty, leaving only loopback. Other allowlists
+// are enforced as Modal documents them: CIDRs "any protocol" by the container's own packet filter
+// (egress-filter.ts), domains on the TLS server name of connections to port 443 by a gate in the
+// container's namespace (sni-gate.ts); DNS still resolves. IPv6 CIDRs are refused (the engine's
+// bridge here has no IPv6 to filter). TaskSetNetworkAccess replaces a running task's policy with an
+// allowlist, as Modal's router does.
 import { isIPv4 } from 'node:net';
 import type Docker from 'dockerode';
 import type { Msg } from './codec.js';
 import { Code, RpcError } from './grpc-server.js';
 import { writeFilter } from './egress-filter.js';
+import { type SniGate, startGate, stopGate } from './sni-gate.js';
 import { engineMessage } from './util.js';
 
 const BRIDGE = 'bridge';
@@ -22,13 +24,24 @@ export interface SandboxNetwork {
   blocked: boolean;
   /** On the bridge now (open, or an allowlist letting something out). */
   attached: boolean;
-  /** The CIDRs its packet filter lets out, while an allowlist of CIDRs holds (undefined: no filter). */
-  filter: readonly string[] | undefined;
+  /** What its packet filter lets out, while an allowlist short of allow-all holds (undefined: no filter). */
+  filter: Allowed | undefined;
+  /** The TLS gate, while the allowlist lists domains. */
+  gate: SniGate | undefined;
   /** The policy now, as last asked for. */
   access: Msg;
   /** Switches of one sandbox, one at a time. */
   queue: Promise<unknown>;
 }
+
+/** An allowlist short of allow-all: its CIDRs (IPv4) and domains. */
+interface Allowed {
+  cidrs: string[];
+  domains: string[];
+}
+
+// A name, a *. wildcard over one, or * (every server name).
+const DOMAIN = /^(\*|(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*)$/i;
 
 function cidrOk(cidr: string): boolean {
   const [ip, bits, extra] = cidr.split('/');
@@ -36,19 +49,34 @@ function cidrOk(cidr: string): boolean {
   return isIPv4(ip) ? Number(bits) <= 32 : ip.includes(':') && Number(bits) <= 128;
 }
 
-/** An allowlist as Modal would check it: on the bridge or not, and the CIDRs a filter lets out (undefined: everything). */
-function allowlist(access: Msg, field: string): { attach: boolean; filter: string[] | undefined } {
+/** An allowlist as Modal would check it: on the bridge or not, and what a filter lets out (undefined: everything). */
+function allowlist(access: Msg, field: string): { attach: boolean; filter: Allowed | undefined } {
   const cidrs = (access.allowed_cidrs ?? []) as string[];
   const domains = (access.allowed_domains ?? []) as string[];
   for (const c of cidrs) if (!cidrOk(c)) throw new RpcError(Code.INVALID_ARGUMENT, `${field}.allowed_cidrs: ${JSON.stringify(c)} is not a CIDR`);
-  for (const d of domains) if (!d) throw new RpcError(Code.INVALID_ARGUMENT, `${field}.allowed_domains: an empty domain name`);
+  for (const d of domains)
+    if (!DOMAIN.test(d)) throw new RpcError(Code.INVALID_ARGUMENT, `${field}.allowed_domains: ${JSON.stringify(d)} is not a domain name`);
   if (cidrs.includes(ALL_V4)) return { attach: true, filter: undefined };
   if (cidrs.length === 0 && domains.length === 0) return { attach: false, filter: undefined };
-  if (domains.length === 0 && cidrs.every((c) => isIPv4(c.split('/')[0] ?? ''))) return { attach: true, filter: cidrs };
-  throw new RpcError(
-    Code.UNIMPLEMENTED,
-    `the simulator enforces allowlists of IPv4 CIDRs (empty, some, or ${ALL_V4}), not ${JSON.stringify({ cidrs, domains })} (Modal also filters domains by TLS server name)`,
-  );
+  const v6 = cidrs.find((c) => !isIPv4(c.split('/')[0] ?? ''));
+  if (v6 !== undefined)
+    throw new RpcError(Code.UNIMPLEMENTED, `${field}.allowed_cidrs: the simulator enforces IPv4 CIDRs, not ${JSON.stringify(v6)} (its bridge has no IPv6)`);
+  return { attach: true, filter: { cidrs, domains: domains.map((d) => d.toLowerCase()) } };
+}
+
+/** The container's filter and gate made what `next` asks for: the next gate up before the filter points at it, the last one gone after. */
+async function enforce(docker: Docker, containerId: string, network: SandboxNetwork, next: Allowed | undefined, labels: Record<string, string>): Promise<void> {
+  const gate = next && next.domains.length > 0 ? await startGate(docker, containerId, next.domains, labels) : undefined;
+  try {
+    await writeFilter(docker, containerId, next && { cidrs: next.cidrs, ...(gate ? { gatePort: gate.port } : {}) }, labels);
+  } catch (error) {
+    await stopGate(gate);
+    throw error;
+  }
+  const last = network.gate;
+  network.filter = next;
+  network.gate = gate;
+  await stopGate(last);
 }
 
 /** What SandboxCreate's definition asks for, refused where Modal's SDKs would not send it. */
@@ -58,7 +86,7 @@ export function createdNetwork(def: Msg): SandboxNetwork {
   const entries = ((access.allowed_cidrs ?? []) as string[]).length + ((access.allowed_domains ?? []) as string[]).length;
   if (def.block_network && (type === 'ALLOWLIST' || type === 'OPEN' || entries > 0))
     throw new RpcError(Code.INVALID_ARGUMENT, `block_network cannot be combined with ${type} network access or allowlist entries`);
-  const base = { queue: Promise.resolve(), access, filter: undefined };
+  const base = { queue: Promise.resolve(), access, filter: undefined, gate: undefined };
   if (type === 'ALLOWLIST') {
     const { attach, filter } = allowlist(access, 'network_access');
     return { ...base, blocked: false, attached: attach, filter };
@@ -81,8 +109,19 @@ export async function prepareNetwork(docker: Docker, container: Docker.Container
 /** Once it runs, before its task is handed out: its filter written, then back on the bridge. */
 export async function settleNetwork(docker: Docker, container: Docker.Container, network: SandboxNetwork, labels: Record<string, string>): Promise<void> {
   if (network.blocked || !network.filter) return;
-  await writeFilter(docker, container.id, network.filter, labels);
+  await enforce(docker, container.id, network, network.filter, labels);
   await docker.getNetwork(BRIDGE).connect({ Container: container.id });
+}
+
+/** When the sandbox's container goes: its gate too (after any switch under way). */
+export function releaseNetwork(network: SandboxNetwork): Promise<void> {
+  const released = network.queue.then(() => {
+    const gate = network.gate;
+    network.gate = undefined;
+    return stopGate(gate);
+  });
+  network.queue = released;
+  return released;
 }
 
 /**
@@ -109,8 +148,7 @@ export function setNetworkAccess(
   const next = network.queue.then(async () => {
     try {
       // The filter first (written, or emptied once no longer wanted), then the bridge.
-      if (filter || network.filter) await writeFilter(docker, container.id, filter, labels);
-      network.filter = filter;
+      if (filter || network.filter) await enforce(docker, container.id, network, filter, labels);
       if (attach === network.attached) return;
       const bridge = docker.getNetwork(BRIDGE);
       if (attach) await bridge.connect({ Container: container.id });

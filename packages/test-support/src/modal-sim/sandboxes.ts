@@ -6,7 +6,7 @@
 import type Docker from 'dockerode';
 import type { Msg } from './codec.js';
 import { Code, RpcError, type CallContext } from './grpc-server.js';
-import { createdNetwork, prepareNetwork, settleNetwork } from './network.js';
+import { createdNetwork, prepareNetwork, releaseNetwork, settleNetwork } from './network.js';
 import { newSandboxId, notFound, type SandboxVersion } from './sandbox-ids.js';
 import { containerSpec, GPU_TYPES } from './container-spec.js';
 import type { SandboxDeps, SandboxRecord } from './sandbox-record.js';
@@ -215,10 +215,7 @@ export class Sandboxes {
     const container = record.container;
     if (!container) return Promise.resolve();
     record.removal ??= this.#track(
-      container.remove({ force: true }).then(
-        () => undefined,
-        () => undefined,
-      ),
+      Promise.all([container.remove({ force: true }).catch(() => undefined), releaseNetwork(record.network)]).then(() => undefined),
     );
     return record.removal;
   }

@@ -1,0 +1,3 @@
+module berth.test/sni-gate
+
+go 1.22
