@@ -67,6 +67,8 @@ describe("the README's generated parts", () => {
       networkSwitch: true,
       execUser: true,
       imageBuild: true,
+      // A proxy answering DNS for allowed names only: every allowlist case applies.
+      networkAllowlist: { addresses: 'packet', names: 'proxy', wildcards: true, dns: 'allowed', connections: 'ended' } as const,
     };
     const table = skippedCasesTable([{ name: 'x', capabilities: { ...all, mounts: ['bind', 'image'], tty: false }, hints: { tty: 'use Docker' } }]);
     expect(table.split('\n').slice(2)).toEqual([

@@ -3,7 +3,7 @@
 // loses and regains the engine's bridge (a listener on the bridge's gateway, this machine, is the
 // proof; nothing leaves this machine). Requests are validated as Modal's router does. Domains are
 // matched on TLS server names at port 443: real ClientHellos (made by Node's TLS client) sent from
-// inside to a listener on the gateway's port 443. Needs the Docker engine, berth-test/busybox:latest
+// inside to a listener on port 443 of another of this machine's addresses. Needs the Docker engine, berth-test/busybox:latest
 // and berth-test/egress:latest (test/setup/egress-image.sh).
 import { randomBytes } from 'node:crypto';
 import { type AddressInfo, type Socket, createServer } from 'node:net';
@@ -11,7 +11,7 @@ import { connect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenForTokens } from '@berth/conformance';
 import type { ReachableListener } from '@berth/conformance';
-import { bridgeGateway } from '@berth/test-support/docker-bridge';
+import { bridgeGateway, secondHostAddress } from '@berth/test-support/docker-bridge';
 import { Harness } from '@berth/test-support/modal-sim/harness';
 import { Code, ModalSimulator, SIM_LABEL } from '@berth/test-support/modal-sim';
 
@@ -32,7 +32,8 @@ beforeAll(async () => {
   appId = await h.app('berth-sim-network');
   imageId = (await h.build(appId, [`FROM ${BUSYBOX}`])).imageId;
   listener = await listenForTokens(await bridgeGateway());
-  tls = await tlsListener(await bridgeGateway());
+  // Not the gateway's port 443: the Modal conformance files take turns on that one.
+  tls = await tlsListener(await secondHostAddress());
 });
 
 afterAll(async () => {
@@ -180,7 +181,7 @@ interface TlsListener {
   close(): Promise<void>;
 }
 
-/** A listener on the gateway's port 443 keeping what each connection sends (it never answers). */
+/** A listener on port 443 of `host` keeping what each connection sends (it never answers). */
 async function tlsListener(host: string): Promise<TlsListener> {
   const received: Buffer[] = [];
   const server = createServer((s) => {
@@ -235,8 +236,8 @@ describe('allowlists of domains, matched on the TLS server name (port 443)', () 
     expect((await setAccess(task, DOMAINS)).code).toBe(0);
     expect(await helloReaches(task, 'api.allowed.test')).toBe(true);
     expect(await reaches(task)).toBe(false);
-    // Domains and the listener's address: the address lets any protocol out, 443 included.
-    const both = { ...DOMAINS, allowed_cidrs: [`${listener.host}/32`] };
+    // Domains and the listeners' addresses: an address lets any protocol out, 443 included.
+    const both = { ...DOMAINS, allowed_cidrs: [`${listener.host}/32`, `${tls.host}/32`] };
     expect((await setAccess(task, both)).code).toBe(0);
     expect(await reaches(task)).toBe(true);
     expect(await helloReaches(task, 'denied.test')).toBe(true);

@@ -1,5 +1,6 @@
 export { describeBackendConformance } from './suite.js';
-export type { CaseNeed, ConformanceFaults, ConformanceImages, ConformanceOptions, ReachableListener } from './options.js';
+export type { CaseNeed, ConformanceFaults, ConformanceImages, ConformanceOptions, ReachableListener, ServerNameListener } from './options.js';
+export { clientHello, listenForServerNames } from './server-name-listener.js';
 export { listenForTokens } from './listener.js';
 export { reaches, resolves } from './cases/network-probes.js';
 export { execInFlight } from './in-flight.js';

@@ -60,6 +60,15 @@ export interface ReachableListener {
   close(): Promise<void>;
 }
 
+/** A TLS listener (port 443, as SNI allowlists match) that records the server names of the ClientHellos it gets. */
+export interface ServerNameListener {
+  host: string;
+  port: number;
+  /** Did a ClientHello naming exactly this server reach the listener? (`listenForServerNames` gives one.) */
+  received(name: string): boolean;
+  close(): Promise<void>;
+}
+
 export interface ConformanceOptions {
   /** The backend's name as it reports it in errors (`error.backend`), e.g. 'docker'. */
   name: string;
@@ -89,6 +98,12 @@ export interface ConformanceOptions {
    * for the allowlist DNS case: allowed by name, it must resolve inside. Without it that case is skipped.
    */
   allowedName?: string;
+  /**
+   * A TLS listener on port 443 of an address public sandboxes reach (`listenForServerNames(host)`),
+   * for the allowlist case of backends that match names on TLS server names or by proxy. Without it
+   * that case is skipped.
+   */
+  serverNameListener?: () => Promise<ServerNameListener>;
   /**
    * Cases to skip explicitly, by id, each with the reason (e.g. `{ 'image.build': 'no context upload yet' }`).
    * Skipped cases still appear in the output, with the reason. A case skipped for a capability the

@@ -28,6 +28,11 @@ export const CASE_REQUIREMENTS: Readonly<Record<string, Requirement>> = {
     "networkAllowlist with DNS other than 'open'",
     'network.allowlist.dns',
   ],
+  'capabilities.network-allowlist-tls': [
+    (c) => c.networkAllowlist !== false && (c.networkAllowlist.names === 'tls-sni' || c.networkAllowlist.names === 'proxy'),
+    'networkAllowlist with names matched on TLS server names or by a proxy',
+    'network.allowlist.names',
+  ],
   'capabilities.network-allowlist-switch': [(c) => c.networkAllowlist !== false && c.networkSwitch, 'networkAllowlist and networkSwitch', 'network.allowlist'],
   'mounts.image': IMAGE_MOUNTS,
   'mounts.image-missing-subpath': IMAGE_MOUNTS,

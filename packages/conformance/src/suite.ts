@@ -1,6 +1,7 @@
 import { afterAll, describe, expect } from 'vitest';
 import { capabilityCases } from './cases/capabilities.js';
 import { allowlistCases } from './cases/network-allowlist.js';
+import { allowlistTlsCases } from './cases/network-allowlist-tls.js';
 import { errorCases } from './cases/errors.js';
 import { execCases } from './cases/exec.js';
 import { execStdinCases } from './cases/exec-stdin.js';
@@ -42,6 +43,7 @@ export function describeBackendConformance(options: ConformanceOptions): void {
     lostCases(h);
     capabilityCases(h);
     allowlistCases(h);
+    allowlistTlsCases(h);
     mountCases(h);
     imageCases(h);
     imageBuildCases(h);

@@ -2,7 +2,7 @@
 // hooks (the simulator's containers on the Docker engine).
 import Docker from 'dockerode';
 import { SESSION_ID } from '@berth/core';
-import { listenForTokens, type ConformanceOptions } from '@berth/conformance';
+import { listenForServerNames, listenForTokens, type ConformanceOptions } from '@berth/conformance';
 import { createModalBackend } from '@berth/backend-modal';
 import { bridgeGateway, secondHostAddress } from '@berth/test-support/docker-bridge';
 import type { ModalSimulator } from '@berth/test-support/modal-sim';
@@ -35,6 +35,8 @@ export function modalConformance(sim: ModalSimulator, backends: Array<{ close():
     reachableListener: async () => listenForTokens(await bridgeGateway(docker)),
     // Another of this machine's addresses, reached through the gateway: the allowlist cases' denied one.
     secondListener: async () => listenForTokens(await secondHostAddress(docker)),
+    // Port 443 of the gateway: the simulator matches domains on connections to that port, as Modal does.
+    serverNameListener: async () => listenForServerNames(await bridgeGateway(docker)),
     faults: {
       // The container killed under Modal, as a worker failure would.
       kill: async (env) => {
