@@ -6,10 +6,9 @@
 // inside to a listener on port 443 of another of this machine's addresses. Needs the Docker engine, berth-test/busybox:latest
 // and berth-test/egress:latest (test/setup/egress-image.sh).
 import { randomBytes } from 'node:crypto';
-import { type AddressInfo, type Socket, createServer } from 'node:net';
-import { connect } from 'node:tls';
+import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listenForTokens } from '@berth/conformance';
+import { clientHello, listenForTokens } from '@berth/conformance';
 import type { ReachableListener } from '@berth/conformance';
 import { bridgeGateway, secondHostAddress } from '@berth/test-support/docker-bridge';
 import { Harness } from '@berth/test-support/modal-sim/harness';
@@ -160,19 +159,6 @@ describe('TaskSetNetworkAccess', () => {
     expect(bad.code).toBe(Code.INVALID_ARGUMENT);
   });
 });
-
-/** A ClientHello as Node's TLS client writes it, naming `servername`. */
-async function clientHello(servername: string): Promise<Buffer> {
-  const server = createServer();
-  const first = new Promise<Buffer>((resolve) => server.once('connection', (s: Socket) => s.once('data', (d: Buffer) => (resolve(d), s.destroy()))));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const client = connect({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, servername });
-  client.on('error', () => undefined);
-  const hello = await first;
-  client.destroy();
-  server.close();
-  return hello;
-}
 
 interface TlsListener {
   host: string;
