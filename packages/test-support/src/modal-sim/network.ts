@@ -108,8 +108,12 @@ export async function prepareNetwork(docker: Docker, container: Docker.Container
 
 /** Once it runs, before its task is handed out: its filter written, then back on the bridge. */
 export async function settleNetwork(docker: Docker, container: Docker.Container, network: SandboxNetwork, labels: Record<string, string>): Promise<void> {
-  if (network.blocked || !network.filter) return;
-  await enforce(docker, container.id, network, network.filter, labels);
+  const filter = network.filter;
+  if (network.blocked || !filter) return;
+  // In the queue, so that a removal meanwhile (releaseNetwork) stops the gate this starts.
+  const settled = network.queue.then(() => enforce(docker, container.id, network, filter, labels));
+  network.queue = settled.catch(() => undefined);
+  await settled;
   await docker.getNetwork(BRIDGE).connect({ Container: container.id });
 }
 
