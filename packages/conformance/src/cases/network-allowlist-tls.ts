@@ -5,7 +5,7 @@ import { expect } from 'vitest';
 import type { Harness } from '../harness.js';
 import type { ServerNameListener } from '../options.js';
 import { clientHello, freshName } from '../server-name-listener.js';
-import { control } from './network-probes.js';
+import { publicControls } from './network-probes.js';
 
 /**
  * Sends a real ClientHello (Node's TLS client's) naming `name` from inside the sandbox to the
@@ -39,12 +39,9 @@ export function allowlistTlsCases(h: Harness): void {
       if (!start) throw new Error('unreachable: the case is skipped without serverNameListener');
       const listener = await start();
       try {
-        await h.withEnv({ network: 'public' }, async (env) => {
-          expect(
-            await control(() => helloReaches(env, listener, freshName('public.test'))),
-            `a public sandbox's ClientHello must reach ${listener.host}:${listener.port}`,
-          ).toBe(true);
-        });
+        await publicControls(h, [
+          [(env) => helloReaches(env, listener, freshName('public.test')), `a public sandbox's ClientHello must reach ${listener.host}:${listener.port}`],
+        ]);
         const allowlist = h.backend().capabilities.networkAllowlist;
         const wildcards = allowlist !== false && allowlist.wildcards;
         const exact = freshName('allowed.test');

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Environment } from '@berth/core';
+import type { Environment, EnvironmentSpecInput } from '@berth/core';
 import { expect } from 'vitest';
 import { DNS_ZONE } from '../dns-responder.js';
+import type { Harness } from '../harness.js';
 import type { ReachableListener } from '../options.js';
 
 /**
@@ -36,16 +37,42 @@ export async function resolves(env: Environment, listener: ReachableListener): P
 }
 
 /**
- * A positive control on a fresh public sandbox: the probe must succeed within five tries, 4 s
- * apart. It proves the listener or responder can be reached at all, so that a false on another
- * network is that network's doing; a datagram lost while the engine is loaded is not what a case
- * tests (on the test cluster, while other tests churn pods, a public pod's DNS queries to this
- * machine were refused for over 15 s, its TCP let through). The claims themselves are probed once.
+ * A positive control: the probe must succeed within `tries` tries, 4 s apart. It proves the
+ * listener or responder can be reached at all, so that a false on another network is that
+ * network's doing; a datagram lost while the engine is loaded is not what a case tests. The claims
+ * themselves are probed once.
  */
-export async function control(probe: () => Promise<boolean>): Promise<boolean> {
+export async function control(probe: () => Promise<boolean>, tries = 5): Promise<boolean> {
   for (let attempt = 1; ; attempt++) {
     if (await probe()) return true;
-    if (attempt === 5) return false;
+    if (attempt === tries) return false;
     await sleep(4_000);
   }
+}
+
+/** A positive control's probe of one sandbox, and what its failure means. */
+export type ControlCheck = readonly [probe: (env: Environment) => Promise<boolean>, failure: string];
+
+/**
+ * Positive controls on fresh public sandboxes: each check tried three times 4 s apart in a
+ * sandbox, and those still failing on the next fresh sandbox, up to three. On the test cluster,
+ * while other tests churned pods, one public pod's DNS queries to this machine went unanswered for
+ * over 20 s while its TCP got through (cause not found; see the issue 32 note); another pod is
+ * another address and another path. The ids of the sandboxes tried are in the failure.
+ */
+export async function publicControls(h: Harness, checks: readonly ControlCheck[], spec: Partial<EnvironmentSpecInput> = { network: 'public' }): Promise<void> {
+  let pending = [...checks];
+  const tried: string[] = [];
+  for (let sandbox = 1; sandbox <= 3 && pending.length > 0; sandbox++) {
+    await h.withEnv(spec, async (env) => {
+      tried.push(env.id);
+      const failing: ControlCheck[] = [];
+      for (const check of pending) if (!(await control(() => check[0](env), 3))) failing.push(check);
+      pending = failing;
+    });
+  }
+  expect(
+    pending.map((c) => c[1]),
+    `positive controls failed on fresh public sandboxes ${tried.join(', ')} (3 tries each, 4 s apart)`,
+  ).toEqual([]);
 }
