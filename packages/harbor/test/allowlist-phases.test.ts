@@ -16,7 +16,7 @@ import { runHarborJob } from '@berth/harbor';
 import { bridgeGateway, secondHostAddress } from '@berth/test-support/docker-bridge';
 import { BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS, POD_BRIDGE_SECOND_ADDRESS } from '@berth/test-support/kube-cluster';
 import { ModalSimulator } from '@berth/test-support/modal-sim';
-import { BASIC_IMAGE, tempDir, writeAllowlistPhasesTask, writeTask } from './support.js';
+import { phasesToml, tempDir, writeAllowlistPhasesTask, writeTask } from './support.js';
 
 const dirs: string[] = [];
 const closers: Array<() => Promise<unknown>> = [];
@@ -94,18 +94,7 @@ describe('harbor allowlist tasks, per phase, on every backend', () => {
       const base = await tempDir('allowlist-modal-hostname');
       dirs.push(base);
       await writeTask(join(base, 'tasks'), 'allowlist-hostname', {
-        toml: `version = "1.0"
-[agent]
-timeout_sec = 60.0
-network_mode = "allowlist"
-allowed_hosts = ["${names.allowed}"]
-[verifier]
-timeout_sec = 60.0
-network_mode = "public"
-[environment]
-docker_image = "${BASIC_IMAGE}"
-network_mode = "no-network"
-`,
+        toml: phasesToml(`network_mode = "allowlist"\nallowed_hosts = ["${names.allowed}"]`),
         solve: `#!/bin/sh\n${await send(names.allowed)}\n${await send(names.agentDenied)}\n`,
         test: `#!/bin/sh\nmkdir -p /logs/verifier\n${await send(names.verifierDenied)}\necho 1 > /logs/verifier/reward.txt\n`,
       });

@@ -82,6 +82,24 @@ export async function addStepInstructions(dir: string): Promise<void> {
 }
 
 /**
+ * task.toml of a task that starts on no-network, whose agent runs under `agentNetwork` (its
+ * task.toml lines) and whose verifier runs public: harbor's per-phase network semantics.
+ */
+export function phasesToml(agentNetwork: string): string {
+  return `version = "1.0"
+[agent]
+timeout_sec = 60.0
+${agentNetwork}
+[verifier]
+timeout_sec = 60.0
+network_mode = "public"
+[environment]
+docker_image = "${BASIC_IMAGE}"
+network_mode = "no-network"
+`;
+}
+
+/**
  * A task whose agent runs offline and whose verifier runs online: each phase sends `<prefix>-agent`
  * or `<prefix>-verifier` from inside to `listener`, and the verifier writes what both saw to
  * verifier/saw.txt ('agent=blocked|reached', then 'verifier=...'), scoring 1 either way.
@@ -90,17 +108,7 @@ export async function writeNetworkPhasesTask(root: string, listener: { host: str
   const send = (phase: string) =>
     `if printf %s ${prefix}-${phase} | nc -w 3 ${listener.host} ${listener.port} >/dev/null 2>&1; then echo ${phase}=reached; else echo ${phase}=blocked; fi`;
   return writeTask(root, 'phases', {
-    toml: `version = "1.0"
-[agent]
-timeout_sec = 60.0
-network_mode = "no-network"
-[verifier]
-timeout_sec = 60.0
-network_mode = "public"
-[environment]
-docker_image = "${BASIC_IMAGE}"
-network_mode = "no-network"
-`,
+    toml: phasesToml('network_mode = "no-network"'),
     solve: `#!/bin/sh\nmkdir -p /app\n${send('agent')} > /app/agent.txt\n`,
     test: `#!/bin/sh\nmkdir -p /logs/verifier\n{ cat /app/agent.txt; ${send('verifier')}; } > /logs/verifier/saw.txt\necho 1 > /logs/verifier/reward.txt\n`,
   });
@@ -120,18 +128,7 @@ export async function writeAllowlistPhasesTask(
   const send = (phase: string, name: string, to: { host: string; port: number }) =>
     `if printf %s ${prefix}-${phase}-${name} | nc -w 3 ${to.host} ${to.port} >/dev/null 2>&1; then echo ${phase}-${name}=reached; else echo ${phase}-${name}=blocked; fi`;
   return writeTask(root, 'allowlist-phases', {
-    toml: `version = "1.0"
-[agent]
-timeout_sec = 60.0
-network_mode = "allowlist"
-allowed_hosts = ["${allowed.host}"]
-[verifier]
-timeout_sec = 60.0
-network_mode = "public"
-[environment]
-docker_image = "${BASIC_IMAGE}"
-network_mode = "no-network"
-`,
+    toml: phasesToml(`network_mode = "allowlist"\nallowed_hosts = ["${allowed.host}"]`),
     solve: `#!/bin/sh
 mkdir -p /app
 { ${send('agent', 'allowed', allowed)}; ${send('agent', 'denied', denied)}; } > /app/agent.txt
