@@ -11,7 +11,6 @@ import { capabilityTable } from '@berth/core/backend-kit';
 import { harborPluginCapabilities } from '@berth/harbor';
 
 const backends = [createDockerBackend(), createK8sBackend(), createModalBackend()];
-const pluginBackends = () => [...backends.map((b) => [b.name, b]), ['docker+egress_image', createDockerBackend({ egressImage: 'egress' })]];
 export const SECTIONS = [
   ['capability-table', capabilityTable(backends)],
   ['conformance-skips', skippedCasesTable(backends)],
@@ -31,8 +30,7 @@ writeFileSync(readme, text);
 console.log('README.md: capability table and skipped conformance cases written');
 
 // harbor's plugin reads these while harbor constructs it, before it can ask berth.
-// Docker with --ek egress_image (its option egressImage) enforces allowlists: an entry of its own.
 export const pluginCapabilities = () =>
-  `${JSON.stringify(Object.fromEntries(pluginBackends().map(([key, b]) => [key, harborPluginCapabilities(b.capabilities)])), null, 2)}\n`;
+  `${JSON.stringify(Object.fromEntries(backends.map((b) => [b.name, harborPluginCapabilities(b.capabilities)])), null, 2)}\n`;
 writeFileSync(new URL('../python/harbor-berth/src/berth_harbor/capabilities.json', import.meta.url), pluginCapabilities());
 console.log('python/harbor-berth/src/berth_harbor/capabilities.json written');

@@ -29,6 +29,9 @@ export async function setup(): Promise<void> {
   } catch {
     throw new Error('the tests need the image berth-test/busybox:latest; run test/setup/setup.sh first');
   }
+  // Docker's allowlist helper image is made by berth on first use (egress-image.ts): none is left
+  // from before, so this run makes it, as a new machine would.
+  await removeEgressImages();
   try {
     await kube().listNamespacedPod({ namespace: 'berth-test', limit: 1 });
   } catch (error) {
@@ -93,10 +96,21 @@ export async function teardown(): Promise<void> {
     left.push(`${builds.length} built image(s): ${builds.map((i) => i.RepoTags?.join(',') ?? i.Id).join('; ')}`);
   }
   removePrivateCopies();
+  // A cache users keep, like built images: this run made it, this run removes it.
+  await removeEgressImages();
   if (left.length > 0) {
     process.exitCode = 1;
     throw new Error(`the test run left these behind (now removed): ${left.join('; ')}`);
   }
+}
+
+/** The images berth made for Docker's allowlists (labelled berth.egress). */
+async function removeEgressImages(): Promise<void> {
+  for (const image of await docker.listImages({ filters: { label: ['berth.egress'] } }))
+    await docker
+      .getImage(image.Id)
+      .remove({ force: true })
+      .catch(() => undefined);
 }
 
 /** Keep the machine clean for the next run as well: no private image copies pulled into the engine. */

@@ -21,7 +21,7 @@ import { imageMountsOf, LABEL_IMAGE_MOUNT } from './image-mounts.js';
 import { DockerSandbox, type DockerImageSource } from './sandbox.js';
 import { BACKEND, IDENTITY } from './identity.js';
 import { CAPABILITIES, HINTS, RENAMED } from './capabilities.js';
-import { ALLOWLIST_ENFORCEMENT } from './egress-rules.js';
+import { EgressImage } from './egress-image.js';
 import { DEFAULT_CREATION, removalLimiter } from './engine-limits.js';
 
 /** The Docker backend, as `createDockerBackend` makes it. */
@@ -70,11 +70,11 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
   const gpus = new GpuSupport(docker);
   // Teardowns of every environment of this backend queue here, as creations queue in the kit's limiter.
   const removals = removalLimiter();
+  // The image that writes allowlists' packet filters, made once on first use unless options.egressImage names one.
+  const egressImage = new EgressImage(docker, options);
   const capabilities = {
     ...CAPABILITIES,
     imageAuth: CAPABILITIES.imageAuth.filter((k) => k !== 'aws' || options.ecrLogin !== undefined),
-    // Allowlists need the image that writes a sandbox's packet filter (egress-rules.ts).
-    networkAllowlist: options.egressImage ? ALLOWLIST_ENFORCEMENT : (false as const),
   };
   const ctx = (operation: 'preflight' | 'sweep') => ({ operation, backend: BACKEND });
 
@@ -105,7 +105,7 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
       const { socketPath, host, port, protocol } = options;
       return { module: new URL('../dist/guardian.js', import.meta.url), config: { socketPath, host, port, protocol } };
     },
-    transport: (id, spec) => new DockerSandbox(docker(), options, id, spec, imageSource(spec), gpus, removals, imageMountsOf(spec, options)),
+    transport: (id, spec) => new DockerSandbox(docker(), options, id, spec, imageSource(spec), gpus, removals, egressImage, imageMountsOf(spec, options)),
     async checkApi() {
       try {
         const version = await docker().version();

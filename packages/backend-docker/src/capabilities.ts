@@ -1,4 +1,5 @@
 import type { Capabilities } from '@berth/core';
+import { ALLOWLIST_ENFORCEMENT } from './egress-rules.js';
 
 // What this backend claims, what it says where it does not (CapabilityErrors and the README's
 // generated table), and the option names it renamed.
@@ -18,20 +19,16 @@ export const CAPABILITIES: Capabilities = {
   // Exec's Tty, sized by a resize right after the start (API 1.41 has no ConsoleSize on create).
   tty: true,
   networkSwitch: true,
-  networkAllowlist: false,
+  // A packet filter in each such sandbox's namespace, written by a helper image berth makes on first use (egress-image.ts).
+  networkAllowlist: ALLOWLIST_ENFORCEMENT,
   // docker commit, paused; a local image swept like the containers.
   snapshot: true,
   resourceLimits: { cpus: true, memory: true, storage: false },
 };
 
 export const HINTS = {
-  'network.allowlist':
-    "set options.egressImage to an image with iptables-restore (e.g. FROM debian:bookworm-slim, apt-get install iptables): berth writes each such sandbox's packet filter with it",
-  'network.allowlist.names': 'only with options.egressImage (see network.allowlist)',
   'network.allowlist.wildcards':
     'packet filters see addresses, and berth resolves names to addresses for them: a wildcard names no address; list each hostname',
-  'network.allowlist.dns': 'only with options.egressImage (see network.allowlist)',
-  'network.allowlist.connections': 'only with options.egressImage (see network.allowlist)',
   gpus: "install the NVIDIA Container Toolkit on the engine's host and register its runtime (nvidia-ctk runtime configure --runtime=docker, then restart dockerd), or set resources.gpus to 0",
   gpuTypes:
     "Docker's device requests take GPUs by count, not by model: leave resources.gpuTypes out to take any of the engine's GPUs, or run on Kubernetes or Modal",

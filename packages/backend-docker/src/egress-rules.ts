@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import { ConfigError, type AllowlistEnforcement } from '@berth/core';
+import { dockerMessage, statusOf } from './docker-errors.js';
 import { BACKEND } from './identity.js';
 
 /**
@@ -66,20 +67,28 @@ export async function applyRules(
   });
   try {
     await helper.putArchive(oneFileTar('berth-egress.rules', rules), { path: '/' });
-    await helper.start();
+    const refused = (why: string, cause?: unknown) =>
+      new ConfigError({
+        operation: 'network',
+        backend: BACKEND,
+        environmentId,
+        path: 'options.egressImage',
+        message: `the allowlist's rules could not be applied with ${image} (${why}): options.egressImage must have iptables-restore and the kernel its filter table`,
+        ...(cause ? { cause } : {}),
+      });
+    // An image without iptables-restore fails here, at the engine's exec of the entrypoint.
+    await helper.start().catch((error: unknown) => {
+      if (statusOf(error) === 400 || /executable file not found|no such file/i.test(dockerMessage(error)))
+        throw refused(dockerMessage(error).slice(-300), error);
+      throw error;
+    });
     const { StatusCode } = (await helper.wait()) as { StatusCode: number };
     if (StatusCode !== 0) {
       const logs = (await helper.logs({ stdout: true, stderr: true }))
         .toString('utf8')
         .replace(/[\x00-\x08]/g, '')
         .trim();
-      throw new ConfigError({
-        operation: 'network',
-        backend: BACKEND,
-        environmentId,
-        path: 'options.egressImage',
-        message: `the allowlist's rules could not be applied with ${image} (iptables-restore exited ${StatusCode}: ${logs.slice(-300)}): options.egressImage must have iptables-restore and the kernel its filter table`,
-      });
+      throw refused(`iptables-restore exited ${StatusCode}: ${logs.slice(-300)}`);
     }
   } finally {
     await helper.remove({ force: true }).catch(() => undefined);

@@ -38,8 +38,10 @@ export interface DockerBackendOptions extends CommonBackendOptions, PullCredenti
   /**
    * An image with `iptables-restore` (e.g. FROM debian:bookworm-slim, apt-get install iptables),
    * for egress allowlists (`network: { allow }`): berth runs it briefly in a sandbox's network
-   * namespace, with NET_ADMIN there only, to write the sandbox's packet filter. Without it,
-   * allowlists are refused (a CapabilityError naming this option).
+   * namespace, with NET_ADMIN there only, to write the sandbox's packet filter. Default: an image
+   * berth makes on first use and keeps (`berth/egress:<key>`, labelled `berth.egress`): from this
+   * machine's own iptables when the engine runs here, else built by the engine from Alpine's
+   * iptables (which needs Docker Hub). Set it on hosts that can do neither (offline, locked down).
    */
   egressImage?: string;
 }

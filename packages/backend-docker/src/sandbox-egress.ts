@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import type { NetworkAllowlist, NetworkNotice } from '@berth/core';
 import { SandboxAllowlist, type ResolvedAllowlist } from '@berth/core/backend-kit';
+import type { EgressImage } from './egress-image.js';
 import { OPEN_RULES, allowRules, applyRules, nameserversOf } from './egress-rules.js';
 import { IDENTITY } from './identity.js';
 import type { DockerBackendOptions } from './options.js';
@@ -13,17 +14,17 @@ import type { DockerBackendOptions } from './options.js';
 export class SandboxEgress {
   readonly #docker: Docker;
   readonly #id: string;
-  readonly #options: DockerBackendOptions;
+  readonly #image: EgressImage;
   readonly #names: SandboxAllowlist;
   /** The labels of the helper containers (the sandbox's create's). */
   #labels: Record<string, string> = {};
   /** Whether a filter was written (so 'public' must empty it). */
   #filtered = false;
 
-  constructor(docker: Docker, id: string, options: DockerBackendOptions) {
+  constructor(docker: Docker, id: string, options: DockerBackendOptions, image: EgressImage) {
     this.#docker = docker;
     this.#id = id;
-    this.#options = options;
+    this.#image = image;
     this.#names = new SandboxAllowlist(
       {
         ...IDENTITY,
@@ -61,7 +62,7 @@ export class SandboxEgress {
   async open(): Promise<void> {
     await this.#names.open();
     if (!this.#filtered) return;
-    await applyRules(this.#docker, this.#id, this.#image(), OPEN_RULES, this.#labels, this.#id);
+    await applyRules(this.#docker, this.#id, await this.#image.get(this.#id), OPEN_RULES, this.#labels, this.#id);
     this.#filtered = false;
   }
 
@@ -74,7 +75,7 @@ export class SandboxEgress {
   async #apply(blocks: readonly string[]): Promise<void> {
     const rules = allowRules(blocks, nameserversOf(await this.#resolvConf()));
     this.#filtered = true;
-    await applyRules(this.#docker, this.#id, this.#image(), rules, this.#labels, this.#id);
+    await applyRules(this.#docker, this.#id, await this.#image.get(this.#id), rules, this.#labels, this.#id);
   }
 
   /** A command run as root in the sandbox (whatever the image's user): its exit code and output. */
@@ -91,12 +92,6 @@ export class SandboxEgress {
         .toString('utf8')
         .replace(/[\x00-\x08]/g, ''),
     };
-  }
-
-  #image(): string {
-    const image = this.#options.egressImage;
-    if (!image) throw new Error('unreachable: allowlists are refused without options.egressImage (capabilities)');
-    return image;
   }
 
   /** The sandbox's /etc/resolv.conf, through the archive API (a one-file tar). */

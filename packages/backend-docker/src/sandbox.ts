@@ -40,6 +40,7 @@ import { gpuDeviceRequests, type GpuSupport } from './gpu.js';
 import { ImageMountVolumes, type DockerImageMount } from './image-mounts.js';
 import { commitSnapshot } from './snapshot.js';
 import { bridgeRefusal, publicNetworkName } from './bridge-limits.js';
+import type { EgressImage } from './egress-image.js';
 import { SandboxEgress } from './sandbox-egress.js';
 import { BACKEND, IDENTITY } from './identity.js';
 
@@ -75,6 +76,7 @@ export class DockerSandbox implements SandboxTransport {
     source: DockerImageSource,
     gpus: GpuSupport,
     removals: CreationLimiter,
+    egressImage: EgressImage,
     imageMounts: readonly DockerImageMount[] = [],
   ) {
     this.#docker = docker;
@@ -85,7 +87,7 @@ export class DockerSandbox implements SandboxTransport {
     this.#gpus = gpus;
     this.#removals = removals;
     this.#imageMounts = new ImageMountVolumes(docker, id, imageMounts);
-    this.#egress = new SandboxEgress(docker, id, options);
+    this.#egress = new SandboxEgress(docker, id, options, egressImage);
     this.#image = source.kind === 'pull' ? source.image : parseImageRef(BUILD_REPOSITORY);
     const container = () => this.#container;
     this.archive = {
@@ -215,7 +217,7 @@ export class DockerSandbox implements SandboxTransport {
           ...(resources.gpus ? { DeviceRequests: gpuDeviceRequests(resources.gpus) } : {}),
           ...(binds.length || imageMounts.length ? { Mounts: [...binds, ...imageMounts] } : {}),
           // The allowlist's filter is IPv4's: a sandbox that may get one has no IPv6 to slip out by.
-          ...(this.#options.egressImage && (allowlist || networkSwitch) ? { Sysctls: { 'net.ipv6.conf.all.disable_ipv6': '1' } } : {}),
+          ...(allowlist || networkSwitch ? { Sysctls: { 'net.ipv6.conf.all.disable_ipv6': '1' } } : {}),
         },
         ...(network === 'none' ? { NetworkDisabled: true } : {}),
       });

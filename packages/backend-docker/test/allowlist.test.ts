@@ -1,5 +1,5 @@
 // network: { allow } on the local engine, for real: the sandbox's own packet filter, written by
-// options.egressImage (test/setup/egress-image.sh) in its network namespace, checked from inside
+// options.egressImage (test/setup/egress-image.sh), or the image berth makes, in its network namespace, checked from inside
 // against two listeners on two of this machine's addresses that public sandboxes reach: the
 // gateway of a bridge network of the test's own (options.publicNetwork) and the default bridge's
 // gateway. The allowed one reached and the other not, in the same sandbox, after a public sandbox
@@ -7,7 +7,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CapabilityError, type Environment, type NetworkNotice } from '@berth/core';
+import { CapabilityError, ConfigError, type Environment, type NetworkNotice } from '@berth/core';
 import { listenForTokens, reaches } from '@berth/conformance';
 import { createDockerBackend } from '@berth/backend-docker';
 import { bridgeGateway } from '@berth/test-support/docker-bridge';
@@ -136,11 +136,29 @@ describe('docker network allowlist, the sandbox own packet filter', () => {
     expect(await byName(other), 'a failed refresh changed what holds').toBe(true);
   });
 
-  it('without options.egressImage an allowlist is refused by name before anything is made; so is a wildcard with it', async () => {
+  it("without options.egressImage berth makes the helper image on first use (labelled berth.egress, from this machine's iptables) and keeps it; another backend finds it again; its allowlist holds", async () => {
     const plain = createDockerBackend({ pullPolicy: 'never', labels: LABELS });
-    const refused = await plain.start({ image: IMAGE, network: { allow: [own.host] } }).catch((e: unknown) => e);
-    expect(CapabilityError.isInstance(refused), String(refused)).toBe(true);
-    expect((refused as Error).message).toMatch(/set options\.egressImage/);
+    const env = await plain.start({ image: IMAGE, network: { allow: [own.host] } });
+    envs.push(env);
+    expect(await reaches(env, own), 'the allowed address was not reached').toBe(true);
+    expect(await reaches(env, other), 'an address the allowlist does not list was reached').toBe(false);
+    const made = await docker.listImages({ filters: { label: ['berth.egress'] } });
+    expect(made).toHaveLength(1);
+    expect(made[0]!.RepoTags).toEqual([`berth/egress:${made[0]!.Labels['berth.egress']}`]);
+    const again = await createDockerBackend({ pullPolicy: 'never', labels: LABELS }).start({ image: IMAGE, network: { allow: [other.host] } });
+    envs.push(again);
+    expect(await reaches(again, other)).toBe(true);
+    expect(await reaches(again, own)).toBe(false);
+    expect((await docker.listImages({ filters: { label: ['berth.egress'] } })).map((i) => i.Id)).toEqual([made[0]!.Id]);
+    expect(await docker.listContainers({ all: true, filters: { ancestor: [made[0]!.RepoTags![0]!] } })).toEqual([]);
+  });
+
+  it('an egressImage without iptables-restore is a ConfigError naming the option; a wildcard is refused by name before anything is made', async () => {
+    const wrong = createDockerBackend({ pullPolicy: 'never', labels: LABELS, egressImage: IMAGE });
+    const refused = await wrong.start({ image: IMAGE, network: { allow: [own.host] } }).catch((e: unknown) => e);
+    expect(ConfigError.isInstance(refused), String(refused)).toBe(true);
+    expect((refused as ConfigError).path).toBe('options.egressImage');
+    expect((refused as Error).message).toContain(`the allowlist's rules could not be applied with ${IMAGE}`);
     const wildcard = await backend.start({ image: IMAGE, network: { allow: ['*.berth.test'] } }).catch((e: unknown) => e);
     expect(CapabilityError.isInstance(wildcard), String(wildcard)).toBe(true);
     expect(await docker.listContainers({ all: true, filters: { label: [`berth.test-run=${RUN}`] } })).toHaveLength(envs.length);

@@ -32,7 +32,7 @@ export const HINTS = {
   'mounts.image':
     "Modal mounts a whole built image into a running sandbox (Sandbox.mount_image), with no subpath and nothing in its API making it read-only, while berth's image mounts are read-only: bake the runtime into the task image instead (image.build: a Dockerfile FROM the task image that COPYs it in)",
   'network.allowlist.dns':
-    "Modal's allowlist leaves DNS open, as Modal documents it: any name resolves, and only connections are matched (by address, or by TLS server name); filter DNS on Docker (egressImage) or Kubernetes",
+    "Modal's allowlist leaves DNS open, as Modal documents it: any name resolves, and only connections are matched (by address, or by TLS server name); filter DNS on Docker or Kubernetes",
   imageAuth: "Modal's registry secrets hold a username and password, or AWS keys",
 };
 

@@ -66,8 +66,18 @@ function isMissing(error: unknown, pkg: string): boolean {
   return (e?.code === 'ERR_MODULE_NOT_FOUND' || e?.code === 'MODULE_NOT_FOUND') && String(e.message).includes(pkg);
 }
 
+/** Backends linked in rather than installed (a bundle of berth holds them all): tried first. */
+const linked: Partial<Record<BackendName, () => Promise<Record<string, unknown>>>> = {};
+
+/** For a bundle of berth: its own copies of the backend packages, loaded when first named. */
+export function linkBackends(loaders: Partial<Record<BackendName, () => Promise<Record<string, unknown>>>>): void {
+  Object.assign(linked, loaders);
+}
+
 async function importBackend(name: BackendName): Promise<Record<string, unknown>> {
   const { pkg } = BACKENDS[name];
+  const link = linked[name];
+  if (link) return link();
   try {
     return (await import(pkg)) as Record<string, unknown>;
   } catch (error) {

@@ -1,7 +1,7 @@
 // harbor's network_mode = "allowlist" run unchanged on each backend, with harbor's per-phase
 // semantics: the sandbox starts on no-network, the agent runs under its allowlist (one of this
 // machine's addresses reached, another not, from inside), the verifier public (the other reached).
-// Docker with options.egressImage (test/setup/egress-image.sh), the test cluster (kube-router), the
+// Docker (its packet filter written by the helper image berth makes), the test cluster (kube-router), the
 // Modal simulator (an ALLOWLIST of CIDRs, enforced by its own packet filter; and of a hostname,
 // matched on the TLS server name of ClientHellos sent to port 443).
 import { readFile, rm } from 'node:fs/promises';
@@ -51,9 +51,9 @@ async function runOn(name: string, backend: Backend, allowed: ReachableListener,
 }
 
 describe('harbor allowlist tasks, per phase, on every backend', () => {
-  it('Docker (options.egressImage)', async () => {
+  it('Docker (the helper image berth makes)', async () => {
     const [allowed, denied] = await listeners(await bridgeGateway(), await secondHostAddress());
-    await runOn('docker', createDockerBackend({ egressImage: 'berth-test/egress:latest' }), allowed, denied);
+    await runOn('docker', createDockerBackend(), allowed, denied);
   }, 180_000);
 
   it('Kubernetes (the test cluster)', async () => {

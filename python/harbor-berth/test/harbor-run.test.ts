@@ -27,7 +27,7 @@ afterAll(async () => {
 const EXAMPLE_REWARDS = { 'built-image': 1, 'count-lines': 1, 'fix-the-bug': 1, 'hello-world': 1 };
 
 describe('harbor run on berth', () => {
-  it('docker: every example task (from a warm pool), a private image with credentials, a task whose agent phase is public and verifier phase offline, and an allowlist task (--ek egress_image), all rewarded 1; nothing left', async () => {
+  it('docker: every example task (from a warm pool), a private image with credentials, a task whose agent phase is public and verifier phase offline, and an allowlist task (with --ek egress_image; harbor-installed.test.ts runs one without), all rewarded 1; nothing left', async () => {
     const jobs = join(root, 'jobs');
     const env = { DOCKER_CONFIG: dockerConfig };
     // From a warm pool (the plugin's prepare readies each sandbox while it waits).
@@ -37,7 +37,8 @@ describe('harbor run on berth', () => {
     const fixtures = await harborRun(FIXTURES, jobs, 'docker-fixtures', { backend: 'docker' }, { env, args: ['-i', 'private-image', '-i', 'phases'] });
     expect(fixtures.code, fixtures.output).toBe(0);
     expect(outcomes(join(jobs, 'docker-fixtures'))).toEqual({ 'private-image': 1, phases: 1 });
-    // An allowlisted agent phase: harbor accepts it because the plugin claims allowlists for Docker with an egress image.
+    // An allowlisted agent phase: harbor accepts it because the plugin claims allowlists for Docker
+    // (no key needed); --ek egress_image still overrides the helper image berth makes.
     const allowlist = await harborRun(
       FIXTURES,
       jobs,

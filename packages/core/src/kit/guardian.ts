@@ -45,6 +45,27 @@ export function guardianEnabled(option: boolean | undefined, env: Readonly<Recor
 const WATCHDOG = new URL('../../dist/kit/guardian-main.js', import.meta.url);
 
 /**
+ * How the watchdog is started and how it finds a backend's guardian module. By default: Node runs
+ * this package's built guardian-main.js, which imports the module the backend names. A bundle of
+ * berth (one file holding the packages, as harbor's plugin ships it) has neither file: it starts
+ * itself with `args` and names modules its own way (see useGuardianLauncher).
+ */
+export interface GuardianLauncher {
+  /** The script Node runs, and the arguments after it. */
+  script: string;
+  args: readonly string[];
+  /** What the message's `module` says for this target and backend. */
+  module(target: GuardianTarget, backend: string): string;
+}
+
+let launcher: GuardianLauncher | undefined;
+
+/** For bundles of berth: start the watchdog this way from now on (see GuardianLauncher). */
+export function useGuardianLauncher(next: GuardianLauncher): void {
+  launcher = next;
+}
+
+/**
  * The targets this process has a guardian for. Backend instances reaching the same engine the same
  * way share one: it sweeps by this process's pid, so it removes what any of them made.
  */
@@ -90,12 +111,12 @@ export class Guardian {
       .update(`${this.#backend}\0${target.module.href}\0${JSON.stringify(target.config)}`)
       .digest('hex');
     if (guarded.has(key)) return;
-    const script = fileURLToPath(WATCHDOG);
+    const script = launcher?.script ?? fileURLToPath(WATCHDOG);
     if (!existsSync(script)) throw new Error(`its script ${script} is missing (is @berth/core built?)`);
     const env: Record<string, string> = {};
     for (const name of VISIBLE_ENV) if (process.env[name] !== undefined) env[name] = process.env[name]!;
     const log = process.env[GUARDIAN_LOG_ENV];
-    const child = spawn(process.execPath, [script], {
+    const child = spawn(process.execPath, [script, ...(launcher?.args ?? [])], {
       detached: true,
       stdio: ['pipe', 'ignore', log ? openSync(log, 'a') : 'ignore'],
       env,
@@ -112,7 +133,7 @@ export class Guardian {
     const message: GuardianMessage = {
       owner: { pid: process.pid, host: hostname(), session: SESSION_ID },
       env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined)),
-      module: target.module.href,
+      module: launcher ? launcher.module(target, this.#backend) : target.module.href,
       config: target.config,
       backend: this.#backend,
     };

@@ -21,8 +21,9 @@ from harbor.environments.definition import require_agent_environment_definition
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 
 from .errors import BerthConfigError, BerthHarborError
-from .options import KEYS, LOG_DIRS, OptionError, parse_options
-from .rpc import BerthProcess, berth_command, shared_process
+from .options import KEYS, LOG_DIRS, parse_options
+from .command import berth_command
+from .rpc import BerthProcess, shared_process
 
 # Which shell runs harbor's commands, per image (bash, or sh where the image has none): asked once.
 _shells: dict[str, str] = {}
@@ -61,18 +62,6 @@ class BerthEnvironment(BaseEnvironment):
     def capabilities(self) -> EnvironmentCapabilities:
         return EnvironmentCapabilities(**self._caps["environment"])
 
-    def validate_network_policy_support(self, network_policy: NetworkPolicy | None = None) -> None:
-        """harbor's check, with the fix said where the fix is an --ek key: Docker enforces allowlists only with an egress image."""
-        try:
-            super().validate_network_policy_support(network_policy)
-        except ValueError as error:
-            if self._berth.capabilities_key == "docker" and "allowlist" in str(error):
-                raise OptionError(
-                    "network_mode='allowlist' on --ek backend=docker needs --ek egress_image=<an image with iptables-restore>"
-                    " (e.g. FROM debian:bookworm-slim, apt-get install iptables): berth writes each such sandbox's packet filter with it"
-                ) from error
-            raise
-
     @classmethod
     def resource_capabilities(cls) -> EnvironmentResourceCapabilities:
         # Per class, not per backend (harbor asks before any instance): what every backend honours.
@@ -83,9 +72,12 @@ class BerthEnvironment(BaseEnvironment):
         """Before any trial: berth runs. (The backend's own checks come with each start, as typed errors.)"""
         try:
             command = berth_command(None)
+        except ValueError as error:  # it says what to install
+            raise SystemExit(str(error)) from error
+        try:
             subprocess.run([*command, "--version"], check=True, capture_output=True, timeout=60)
-        except (ValueError, OSError, subprocess.SubprocessError) as error:
-            raise SystemExit(f"berth_harbor: cannot run berth ({error}); install @berth/cli or set BERTH_COMMAND") from error
+        except (OSError, subprocess.SubprocessError) as error:
+            raise SystemExit(f"berth_harbor: `{' '.join(command)} --version` failed ({error}): set $BERTH_COMMAND to a berth that runs") from error
 
     def _validate_definition(self) -> None:
         require_agent_environment_definition(self.environment_dir, docker_image=self.task_env_config.docker_image)

@@ -23,7 +23,7 @@ KEYS: dict[str, tuple[tuple[str, ...], str]] = {
     "pool": (BACKENDS, "how many idle sandboxes to keep warm per task image, a whole number >= 0"),
     "pull_policy": (BACKENDS, "if-missing, always or never"),
     "mirrors": (BACKENDS, 'a JSON object of registry prefixes to mirrors, e.g. {"docker.io":"mirror.example/dockerhub"}'),
-    "egress_image": (("docker",), "an image with iptables-restore, for allowlist tasks: berth writes each such sandbox's packet filter with it (its Docker option egressImage)"),
+    "egress_image": (("docker",), "an image with iptables-restore, for allowlist tasks on hosts where berth cannot make its own (offline, a remote engine without Docker Hub): berth writes each such sandbox's packet filter with it (its Docker option egressImage)"),
     "kubeconfig": (("k8s",), "the kubeconfig file (default $KUBECONFIG, else ~/.kube/config)"),
     "context": (("k8s",), "a context of the kubeconfig"),
     "namespace": (("k8s",), "the namespace pods go into"),
@@ -49,8 +49,8 @@ class BerthOptions:
 
     @property
     def capabilities_key(self) -> str:
-        """Which entry of capabilities.json this configuration claims: Docker enforces allowlists only with an egress image."""
-        return "docker+egress_image" if self.backend == "docker" and "egressImage" in self.options else self.backend
+        """Which entry of capabilities.json this configuration claims."""
+        return self.backend
 
     def initialize(self) -> dict[str, Any]:
         """The params of `initialize`: one berth process per distinct value of this."""

@@ -14,8 +14,6 @@ import atexit
 import json
 import logging
 import os
-import shlex
-import shutil
 import signal
 from typing import Any, Awaitable, Callable
 
@@ -24,20 +22,6 @@ from .errors import RuntimeRequestError, from_rpc
 PROTOCOL_VERSION = 1
 LOG = logging.getLogger("berth_harbor")
 OutputCallback = Callable[[str, str], Awaitable[None] | None]
-
-
-def berth_command(explicit: str | None) -> list[str]:
-    """How to run berth: ``--ek berth=...``, else $BERTH_COMMAND, else ``berth`` on PATH."""
-    text = explicit or os.environ.get("BERTH_COMMAND")
-    if text:
-        return shlex.split(text)
-    found = shutil.which("berth")
-    if not found:
-        raise ValueError(
-            "berth_harbor: no `berth` on PATH: install it (npm install -g @berth/cli, plus @berth/backend-k8s "
-            "or @berth/backend-modal for those backends), or give --ek berth='node /path/to/berth.js'"
-        )
-    return [found]
 
 
 class BerthProcess:

@@ -30,12 +30,20 @@ export function harborRun(
   jobsDir: string,
   jobName: string,
   ek: Record<string, string>,
-  opts: { args?: string[]; env?: Record<string, string>; onStart?: (child: ChildProcess) => void; timeoutMs?: number } = {},
+  opts: {
+    args?: string[];
+    /** Added to this process's environment (a value undefined removes the variable). */
+    env?: Record<string, string | undefined>;
+    /** The harbor executable: default the newest locked version's venv (test/setup/harbor.sh). */
+    harbor?: string;
+    onStart?: (child: ChildProcess) => void;
+    timeoutMs?: number;
+  } = {},
 ): Promise<HarborRun> {
   const args = ['run', '-p', path, '-e', 'berth_harbor:BerthEnvironment', '-a', 'oracle', '-o', jobsDir, '--job-name', jobName, '-y', '-n', '4'];
   for (const [key, value] of Object.entries(ek)) args.push('--ek', `${key}=${value}`);
   args.push(...(opts.args ?? []));
-  const child = spawn(join(VENV, 'bin/harbor'), args, {
+  const child = spawn(opts.harbor ?? join(VENV, 'bin/harbor'), args, {
     env: {
       ...process.env,
       BERTH_COMMAND: BERTH,
