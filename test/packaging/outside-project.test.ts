@@ -8,7 +8,7 @@
 // of this repository's, so nothing is fetched.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -383,6 +383,16 @@ describe('the packed packages, installed in a project outside the repository', (
     expect(help.stdout).toMatch(/Usage: berth/);
     expect(help.stdout).toMatch(/\brun\b/);
   }, 120_000);
+
+  it("the installed berth runs a harbor task on Docker: `berth run` from the outside project, rewarded 1, its version the packages'", async () => {
+    const version = await run(join(project, 'node_modules/.bin/berth'), ['--version'], project);
+    expect(version.stdout.trim(), show(version)).toBe(workspaces[0]!.manifest.version);
+    await cp(join(repo, 'examples/tasks/hello-world'), join(project, 'tasks/hello-world'), { recursive: true });
+    const r = await run(join(project, 'node_modules/.bin/berth'), ['run', 'tasks', '--job-dir', 'jobs'], project);
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout + r.stderr).toMatch(/hello-world +rewarded 1/);
+    expect(r.stdout + r.stderr).toMatch(/^valid: yes$/m);
+  }, 180_000);
 
   it("the installed packages' guardian removes a SIGKILLed program's container (Docker)", async () => {
     const tag = `pkg-${process.pid}-${Date.now()}`;

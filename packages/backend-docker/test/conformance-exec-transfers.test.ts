@@ -2,12 +2,12 @@
 // Kubernetes and Modal use, proven on the real engine before any other backend relies on it.
 import { createDockerBackend } from '@berth/backend-docker';
 import { describeBackendConformance, POOL_CASES } from '@berth/conformance';
-import { dockerConformance } from './support/docker-conformance.js';
+import { dockerConformance, dockerTestOptions } from './support/docker-conformance.js';
 
 describeBackendConformance({
   ...dockerConformance,
   variant: 'exec transfers',
-  createBackend: () => createDockerBackend({ transfers: 'exec' }),
+  createBackend: () => createDockerBackend({ ...dockerTestOptions, transfers: 'exec' }),
   skip: Object.fromEntries(POOL_CASES.map((id) => [id, 'warm pools do not depend on how files move: the archive-transfer run has them'])),
   // Its own tag of the private image: the suite removes and re-pulls it, and the archive-transfer
   // run does the same with :latest in parallel.

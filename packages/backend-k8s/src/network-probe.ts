@@ -65,6 +65,31 @@ export async function probeFromPod(cluster: Cluster, pod: string, target: { host
   }
 }
 
+/**
+ * The API server's service address as pods see it (KUBERNETES_SERVICE_HOST), read from inside
+ * `pod`: the default probe target's address, which the runner cannot know otherwise, for telling
+ * whether an allowlist lists it. Undefined when the pod has none.
+ */
+export async function serviceHostOf(cluster: Cluster, pod: string): Promise<string | undefined> {
+  const proc = await spawnExec(cluster, pod, { argv: ['/bin/sh', '-c', 'echo "$KUBERNETES_SERVICE_HOST"'], env: {}, stdin: false });
+  let out = '';
+  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr.resume();
+  const timer = setTimeout(() => proc.abandon(), EXEC_LIMIT_MS);
+  try {
+    const { code } = await proc.exit;
+    if (code === null)
+      throw new BackendUnavailableError({
+        operation: 'network',
+        backend: BACKEND,
+        message: "reading the pod's KUBERNETES_SERVICE_HOST ended without an exit status (the exec connection was cut)",
+      });
+    return out.trim() || undefined;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** What a failed startup probe prints, after this prefix: what it found instead of 'blocked'. */
 export const STARTUP_PROBE_SAYS = 'berth-network-probe:';
 /** The startup probe runs this often (the kubelet's smallest period). */

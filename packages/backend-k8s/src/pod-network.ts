@@ -17,7 +17,7 @@ import { ALLOW_LABEL, LABEL_EGRESS, applyEgressPolicy, egressPolicyManifest } fr
 import { BACKEND, type Cluster } from './cluster.js';
 import { idempotent } from './k8s-errors.js';
 import { NETWORK_POLICY, ensureNetworkPolicy } from './network-policy.js';
-import { probeFromPod, startupProbe, type ProbeResult } from './network-probe.js';
+import { probeFromPod, serviceHostOf, startupProbe, type ProbeResult } from './network-probe.js';
 import type { K8sBackendOptions } from './options.js';
 import { LABEL_NETWORK } from './pod-manifest.js';
 
@@ -41,6 +41,8 @@ export class PodNetwork {
   #enforced: boolean | Promise<boolean> | undefined;
   /** Nodes where a pod was seen cut off under the policy and reaching the probe address without it; a promise while one proves it. */
   readonly #nodes = new Map<string, Promise<void> | true>();
+  /** The API server's service address as pods see it (the default probe target), once read from a pod. */
+  #serviceHost: Promise<string | undefined> | undefined;
 
   constructor(cluster: () => Cluster, options: K8sBackendOptions) {
     this.#cluster = cluster;
@@ -181,12 +183,25 @@ export class PodNetwork {
    * lists it (options.networkPolicy.probe's host, or every address for the default, the API
    * server's service, whose address the runner cannot know), blocked otherwise.
    */
-  #expect(mode: NetworkMode): 'reached' | 'blocked' {
+  #expect(mode: NetworkMode, serviceHost?: string): 'reached' | 'blocked' {
     if (!isAllowlist(mode)) return mode === 'none' ? 'blocked' : 'reached';
     const entries = allowEntries(mode);
-    const target = this.#target;
-    if (target) return addressAllowed(target.host, entries) ? 'reached' : 'blocked';
+    const host = this.#target?.host ?? serviceHost;
+    if (host) return addressAllowed(host, entries) ? 'reached' : 'blocked';
     return entries.some((e) => e.kind === 'range' && e.prefix === 0) ? 'reached' : 'blocked';
+  }
+
+  /**
+   * The default target's address, for an allowlist that may list it (a range such as 10.0.0.0/8
+   * holds most clusters' service addresses): read once from a pod, every pod sees the same.
+   */
+  async #serviceHostFor(pod: string, mode: NetworkMode): Promise<string | undefined> {
+    if (this.#target || !isAllowlist(mode) || !allowEntries(mode).some((e) => e.kind === 'range' || e.kind === 'address')) return undefined;
+    this.#serviceHost ??= serviceHostOf(this.#cluster(), pod).catch((error: unknown) => {
+      this.#serviceHost = undefined;
+      throw error;
+    });
+    return this.#serviceHost;
   }
 
   /**
@@ -223,7 +238,8 @@ export class PodNetwork {
         continue;
       }
       if (outcome.verdict === false) throw this.#notEnforced(environmentId);
-      if (!(await this.#await(pod, this.#expect(mode), environmentId, signal))) throw this.#didNotHold(mode, environmentId);
+      const serviceHost = await this.#serviceHostFor(pod, mode);
+      if (!(await this.#await(pod, this.#expect(mode, serviceHost), environmentId, signal))) throw this.#didNotHold(mode, environmentId, serviceHost);
       return;
     }
   }
@@ -294,8 +310,8 @@ export class PodNetwork {
     });
   }
 
-  #didNotHold(mode: NetworkMode, environmentId: string): BackendUnavailableError {
-    const what = this.#expect(mode) === 'blocked' ? `cut off from ${this.#describeTarget()}` : `reaching ${this.#describeTarget()}`;
+  #didNotHold(mode: NetworkMode, environmentId: string, serviceHost?: string): BackendUnavailableError {
+    const what = this.#expect(mode, serviceHost) === 'blocked' ? `cut off from ${this.#describeTarget()}` : `reaching ${this.#describeTarget()}`;
     return new BackendUnavailableError({
       operation: 'network',
       backend: BACKEND,

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIXTURES, harborContainers, harborRun, jobResult, outcomes, trials } from './support/harbor.js';
+import { FIXTURES, harborContainers, harborRun, jobResult, outcomes, solving, trials } from './support/harbor.js';
 
 const run = promisify(execFile);
 let root: string;
@@ -17,18 +17,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
-
-/** The first of harbor's containers whose oracle has started (the slow task's marker), within 60 s. */
-async function solving(): Promise<string> {
-  for (let i = 0; i < 300; i++) {
-    for (const id of await harborContainers()) {
-      const marker = await run('docker', ['exec', id, 'cat', '/tmp/solving']).catch(() => undefined);
-      if (marker?.stdout.trim() === 'started') return id;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error('no harbor sandbox started the slow task within 60 s');
-}
 
 describe('harbor on berth, when the infrastructure fails', () => {
   it("a sandbox killed mid-trial: without retries harbor records berth's SandboxLostError as a RuntimeRequestError; with --max-retries 1 the trial is retried and scored", async () => {

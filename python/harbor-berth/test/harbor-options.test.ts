@@ -21,6 +21,8 @@ describe('harbor run with bad --ek values', () => {
     [{ backend: 'modal', egress_image: 'berth-test/egress:latest' }, /--ek egress_image is for --ek backend=docker, not/],
     [{ backend: 'k8s', pool: '-2' }, /--ek pool=-2: how many idle sandboxes/],
     [{ backend: 'k8s', network_probe: 'nowhere' }, /--ek network_probe='nowhere': host:port/],
+    // A key that is no one's (a typo): harbor 0.26's check of options_model, berth's own on 0.25.
+    [{ backend: 'docker', namspace: 'evals' }, /namspace/],
     [{ backend: 'docker', berth: '/no/such/berth' }, /No such file or directory: '\/no\/such\/berth'|berth process .* exited|cannot run/],
   ])(
     '%j: the job stops, naming the key',

@@ -3,7 +3,7 @@
 import Docker from 'dockerode';
 import { SESSION_ID } from '@berth/core';
 import { buildTag, hashBuildContext, systemResolver } from '@berth/core/backend-kit';
-import { createDockerBackend } from '@berth/backend-docker';
+import { createDockerBackend, type DockerBackendOptions } from '@berth/backend-docker';
 import { listenForTokens, type ConformanceOptions } from '@berth/conformance';
 import { bridgeGateway, secondHostAddress } from '@berth/test-support/docker-bridge';
 
@@ -17,13 +17,17 @@ function statusOf(error: unknown): number | undefined {
 /** The allowlist DNS case's name, which berth resolves (options.resolveHost) to the reachable listener's address. */
 const ALLOWED_NAME = 'listener.berth-conformance.test';
 
+/**
+ * The options every Docker conformance run's backend takes: ALLOWED_NAME resolved to the bridge's
+ * gateway. No egressImage: the allowlist cases run with the helper image berth makes on first use.
+ */
+export const dockerTestOptions = {
+  resolveHost: async (name: string) => (name === ALLOWED_NAME ? [await bridgeGateway()] : systemResolver(name)),
+} satisfies DockerBackendOptions;
+
 export const dockerConformance: ConformanceOptions = {
   name: 'docker',
-  // No egressImage: the allowlist cases run with the helper image berth makes on first use.
-  createBackend: () =>
-    createDockerBackend({
-      resolveHost: async (name) => (name === ALLOWED_NAME ? [await bridgeGateway()] : systemResolver(name)),
-    }),
+  createBackend: () => createDockerBackend(dockerTestOptions),
   allowedName: ALLOWED_NAME,
   images: {
     basic: 'berth-test/busybox:latest',

@@ -1,4 +1,4 @@
-"""harbor 0.25's ``BaseEnvironment`` on berth: ``harbor run -e berth_harbor:BerthEnvironment --ek backend=k8s``.
+"""harbor's ``BaseEnvironment`` (0.25 and 0.26) on berth: ``harbor run -e berth_harbor:BerthEnvironment --ek backend=k8s``.
 
 Every call goes to a shared `berth serve --stdio` process (rpc.py). What harbor means by each
 argument is kept: ``exec`` runs ``bash -c <command>`` as ``user`` (else the phase's default user,
@@ -9,6 +9,7 @@ it). Network policies switch per phase through berth's network switching.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from importlib import resources
@@ -20,8 +21,10 @@ from harbor.environments.capabilities import EnvironmentCapabilities, Environmen
 from harbor.environments.definition import require_agent_environment_definition
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 
-from .errors import BerthConfigError, BerthHarborError
-from .options import KEYS, LOG_DIRS, parse_options
+from .error_policy import berth_policy_in
+from .errors import BerthConfigError, BerthHarborError, berth_named
+from .options import KEYS, LOG_DIRS, parse_options, refuse_unknown_keys
+from .options_model import OPTIONS_MODEL
 from .command import berth_command
 from .rpc import BerthProcess, shared_process
 
@@ -38,15 +41,38 @@ def _berth_network(policy: NetworkPolicy) -> Any:
     return "public"
 
 
+def _harbor_terms(method: Any) -> Any:
+    """A berth error raised by `method` under the name this trial's harbor reads (see _named)."""
+
+    @functools.wraps(method)
+    async def wrapper(self: BerthEnvironment, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await method(self, *args, **kwargs)
+        except BerthHarborError as error:
+            renamed = self._named(error)
+            if renamed is error:
+                raise
+            raise renamed from error.__cause__
+
+    return wrapper
+
+
 def _capabilities() -> dict[str, Any]:
     return json.loads(resources.files("berth_harbor").joinpath("capabilities.json").read_text())
 
 
 class BerthEnvironment(BaseEnvironment):
+    # harbor >= 0.26: the --ek keys, typed (None on 0.25, which ignores it).
+    options_model = OPTIONS_MODEL
+
     def __init__(self, *args: Any, **kwargs: Any):
         # harbor reads capabilities inside BaseEnvironment.__init__: the options must be known first.
-        given = {key: kwargs.pop(key) for key in list(kwargs) if key in KEYS}
+        # They stay in kwargs: harbor 0.26 checks them against options_model there; 0.25 ignores them.
+        given = {key: kwargs[key] for key in kwargs if key in KEYS}
+        if OPTIONS_MODEL is None:
+            refuse_unknown_keys(kwargs)
         self._berth = parse_options(given)
+        self._berth_names: bool | None = None
         self._command = berth_command(self._berth.berth)
         self._caps = _capabilities()[self._berth.capabilities_key]
         self._process: BerthProcess | None = None
@@ -68,8 +94,11 @@ class BerthEnvironment(BaseEnvironment):
         return EnvironmentResourceCapabilities(cpu_limit=True, memory_limit=True, fractional_cpus=True)
 
     @classmethod
-    def preflight(cls) -> None:
-        """Before any trial: berth runs. (The backend's own checks come with each start, as typed errors.)"""
+    def preflight(cls, kwargs: dict[str, Any] | None = None) -> None:
+        """Before any trial: the --ek keys (harbor >= 0.26 passes them here and checks them against
+        options_model), then berth runs. (The backend's own checks come with each start, as typed errors.)"""
+        if OPTIONS_MODEL is not None:
+            super().preflight(kwargs)
         try:
             command = berth_command(None)
         except ValueError as error:  # it says what to install
@@ -118,6 +147,7 @@ class BerthEnvironment(BaseEnvironment):
             spec["workdir"] = config.workdir
         return spec
 
+    @_harbor_terms
     async def start(self, force_build: bool) -> None:
         self._process = await shared_process(self._command, self._berth.initialize())
         started = await self._process.call("start", {"spec": self._spec()})
@@ -154,6 +184,17 @@ class BerthEnvironment(BaseEnvironment):
         except BerthHarborError as error:
             self.logger.warning("berth: tearing down %s failed: %s", sandbox, error)
 
+    def _named(self, error: BerthHarborError) -> BerthHarborError:
+        """berth's own names where the trial's config maps them all (harbor >= 0.26 with
+        error-policy.yaml: harbor writes the trial's config.json as the trial starts), else the
+        harbor names it has always read."""
+        if self._berth_names is None:
+            config = getattr(self.trial_paths, "config_path", None)
+            if config is None or not config.exists():
+                return error
+            self._berth_names = berth_policy_in(config)
+        return berth_named(error) if self._berth_names else error
+
     def _sandbox(self) -> tuple[BerthProcess, str]:
         if self._process is None or self._id is None:
             raise BerthConfigError("[berth] the sandbox is not running (its start failed, or it was stopped)")
@@ -161,6 +202,7 @@ class BerthEnvironment(BaseEnvironment):
 
     # -- commands ------------------------------------------------------------------------------
 
+    @_harbor_terms
     async def exec(
         self,
         command: str,
@@ -192,19 +234,23 @@ class BerthEnvironment(BaseEnvironment):
 
     # -- files ---------------------------------------------------------------------------------
 
+    @_harbor_terms
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         process, sandbox = self._sandbox()
         await process.call("uploadFile", {"id": sandbox, "from": str(Path(source_path).resolve()), "to": target_path})
 
+    @_harbor_terms
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
         process, sandbox = self._sandbox()
         await process.call("uploadDir", {"id": sandbox, "from": str(Path(source_dir).resolve()), "to": target_dir})
 
+    @_harbor_terms
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
         process, sandbox = self._sandbox()
         Path(target_path).parent.mkdir(parents=True, exist_ok=True)
         await process.call("downloadFile", {"id": sandbox, "from": source_path, "to": str(Path(target_path).resolve())})
 
+    @_harbor_terms
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
         process, sandbox = self._sandbox()
         Path(target_dir).mkdir(parents=True, exist_ok=True)
@@ -212,6 +258,7 @@ class BerthEnvironment(BaseEnvironment):
 
     # -- networks ------------------------------------------------------------------------------
 
+    @_harbor_terms
     async def _apply_network_policy(self, network_policy: NetworkPolicy) -> None:
         process, sandbox = self._sandbox()
         await process.call("setNetwork", {"id": sandbox, "mode": _berth_network(network_policy)})

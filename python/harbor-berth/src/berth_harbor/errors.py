@@ -2,10 +2,14 @@
 
 harbor decides by an exception's class *name* (``type(e).__name__``): its error policy
 (``harbor/models/trial/error_policy.py``) says which names are sandbox failures (retried, never
-graded), and ``--retry-exclude`` (by default a fixed list) which are never retried. So each berth
-error is raised as a class whose name harbor already reads the way berth's taxonomy means it;
-the message keeps berth's words (what happened, what to do), and ``berth_error`` /
-``classification`` hold berth's whole error as the server sent it.
+graded), and ``--retry-exclude`` which are never retried. harbor 0.25 reads only its own names,
+and so does 0.26 unless the job's config says otherwise; so by default each berth error is raised
+as a class whose name harbor already reads the way berth's taxonomy means it. harbor 0.26 reads a
+job config's ``override_error_policy`` by name too: when the trial's config maps berth's own names
+(``error-policy.yaml``, shipped here), they are raised instead, one per category of berth's
+taxonomy (``berth_named``). Either way the message keeps berth's words (what happened, what to
+do), starting with berth's own type, and ``berth_error`` / ``classification`` hold berth's whole
+error as the server sent it.
 """
 
 from __future__ import annotations
@@ -81,6 +85,53 @@ class BerthUnclassifiedError(BerthHarborError):
 # cancellation: harbor's CANCELLED name (not retried, not graded).
 class CancelledError(BerthHarborError):
     """berth's CancelledError: berth was told to stop (not asyncio's: harbor's own cancellations stay asyncio's)."""
+
+
+# berth's own names, one per category of its taxonomy: raised instead of harbor's where the job's
+# config maps them (harbor >= 0.26, error-policy.yaml). BerthTaskFailureError and
+# BerthUnclassifiedError keep their names.
+class BerthTransientInfraError(BerthHarborError):
+    """Transient infrastructure (a sandbox lost, a start that timed out, the engine unreachable): retry the trial."""
+
+
+class BerthPermanentInfraError(BerthHarborError):
+    """Permanent infrastructure (configuration, a capability the backend lacks, a missing image): change what the message says."""
+
+
+class BerthCancelledError(BerthHarborError):
+    """berth was told to stop."""
+
+
+# Each name's category, for a name raised without berth's classification (the plugin's own).
+CATEGORY_OF: dict[str, str] = {
+    "EnvironmentStartTimeoutError": "transient_infra",
+    "SandboxBuildFailedError": "transient_infra",
+    "SandboxLikelyOutOfMemoryError": "transient_infra",
+    "RuntimeRequestError": "transient_infra",
+    "BerthConfigError": "permanent_infra",
+    "BerthTaskFailureError": "task_failure",
+    "CancelledError": "cancelled",
+}
+
+BERTH_NAMED: dict[str, type[BerthHarborError]] = {
+    "transient_infra": BerthTransientInfraError,
+    "permanent_infra": BerthPermanentInfraError,
+    "task_failure": BerthTaskFailureError,
+    "cancelled": BerthCancelledError,
+}
+
+
+def berth_named(error: BerthHarborError) -> BerthHarborError:
+    """The same error under berth's own name for its category (same message, same berth error)."""
+    category = error.classification.get("category") or CATEGORY_OF.get(type(error).__name__)
+    cls = BERTH_NAMED.get(str(category), BerthUnclassifiedError)
+    if type(error) is cls:
+        return error
+    renamed = cls(str(error))
+    renamed.berth_error = error.berth_error
+    renamed.classification = error.classification or ({"category": category} if category else {})
+    renamed.__cause__ = error.__cause__
+    return renamed
 
 
 TRANSIENT_BY_TYPE: dict[str, type[BerthHarborError]] = {

@@ -19,7 +19,7 @@ PULL_POLICIES = ("if-missing", "always", "never")
 # key -> (backends it applies to, what it takes)
 KEYS: dict[str, tuple[tuple[str, ...], str]] = {
     "backend": (BACKENDS, "docker, k8s or modal"),
-    "berth": (BACKENDS, "the command that runs berth, e.g. 'node /opt/berth/bin/berth.js' (default: berth on PATH, or $BERTH_COMMAND)"),
+    "berth": (BACKENDS, "the command that runs berth, e.g. 'node /opt/berth/bin/berth.js' (default: $BERTH_COMMAND, else the berth this package carries)"),
     "pool": (BACKENDS, "how many idle sandboxes to keep warm per task image, a whole number >= 0"),
     "pull_policy": (BACKENDS, "if-missing, always or never"),
     "mirrors": (BACKENDS, 'a JSON object of registry prefixes to mirrors, e.g. {"docker.io":"mirror.example/dockerhub"}'),
@@ -63,6 +63,19 @@ class BerthOptions:
         if self.build_repository:
             params["buildRepository"] = self.build_repository
         return params
+
+
+def refuse_unknown_keys(kwargs: dict[str, Any]) -> None:
+    """harbor 0.25 passes every --ek key to the constructor beside its own arguments and ignores
+    what no one takes: a key that is neither berth's nor harbor's is a typo, said here."""
+    import inspect
+
+    from harbor.environments.base import BaseEnvironment
+
+    harbors = set(inspect.signature(BaseEnvironment.__init__).parameters) | {"suppress_override_warnings"}
+    unknown = sorted(k for k in kwargs if k not in KEYS and k not in harbors)
+    if unknown:
+        raise OptionError(f"--ek {unknown[0]} is not a berth key: berth's are {', '.join(KEYS)} (the harbor-berth README says what each does)")
 
 
 def _text(key: str, value: Any) -> str:

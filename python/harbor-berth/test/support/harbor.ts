@@ -1,4 +1,4 @@
-// Runs the real harbor (0.25.0 from PyPI, in the venv test/setup/harbor.sh makes) with berth's
+// Runs the real harbor (the newest locked version from PyPI, in the venv test/setup/harbor.sh makes) with berth's
 // plugin, and reads harbor's own result files.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -9,13 +9,27 @@ import { promisify } from 'node:util';
 const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
 export const EXAMPLES = join(REPO, 'examples/tasks');
 export const FIXTURES = fileURLToPath(new URL('../tasks/', import.meta.url));
-const VENV = process.env.BERTH_HARBOR_VENV ?? '/var/lib/berth-test/harbor-venv';
+/** The newest locked harbor's venv (test/setup/harbor.sh). */
+export const HARBOR_VENV = process.env.BERTH_HARBOR_VENV ?? '/var/lib/berth-test/harbor-venv';
 export const BERTH = `${process.execPath} ${join(REPO, 'packages/cli/bin/berth.js')}`;
 
 /** Docker containers harbor's trials made (the plugin labels each one berth.harbor), by id. */
 export async function harborContainers(): Promise<string[]> {
   const { stdout } = await promisify(execFile)('docker', ['ps', '-a', '--filter', 'label=berth.harbor', '--format', '{{.ID}}']);
   return stdout.split('\n').filter(Boolean);
+}
+
+/** The first of harbor's containers whose oracle has started (the slow task's marker), within 60 s. */
+export async function solving(): Promise<string> {
+  const run = promisify(execFile);
+  for (let i = 0; i < 300; i++) {
+    for (const id of await harborContainers()) {
+      const marker = await run('docker', ['exec', id, 'cat', '/tmp/solving']).catch(() => undefined);
+      if (marker?.stdout.trim() === 'started') return id;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('no harbor sandbox started the slow task within 60 s');
 }
 
 export interface HarborRun {
@@ -43,7 +57,7 @@ export function harborRun(
   const args = ['run', '-p', path, '-e', 'berth_harbor:BerthEnvironment', '-a', 'oracle', '-o', jobsDir, '--job-name', jobName, '-y', '-n', '4'];
   for (const [key, value] of Object.entries(ek)) args.push('--ek', `${key}=${value}`);
   args.push(...(opts.args ?? []));
-  const child = spawn(opts.harbor ?? join(VENV, 'bin/harbor'), args, {
+  const child = spawn(opts.harbor ?? join(HARBOR_VENV, 'bin/harbor'), args, {
     env: {
       ...process.env,
       BERTH_COMMAND: BERTH,
