@@ -21,6 +21,8 @@ import { imageMountsOf, LABEL_IMAGE_MOUNT } from './image-mounts.js';
 import { DockerSandbox, type DockerImageSource } from './sandbox.js';
 import { BACKEND, IDENTITY } from './identity.js';
 import { CAPABILITIES, HINTS, RENAMED } from './capabilities.js';
+import { PROXY_ENFORCEMENT } from './egress-rules.js';
+import { BridgeProxy } from './bridge-proxy.js';
 import { EgressImage } from './egress-image.js';
 import { DEFAULT_CREATION, removalLimiter } from './engine-limits.js';
 
@@ -71,10 +73,12 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
   // Teardowns of every environment of this backend queue here, as creations queue in the kit's limiter.
   const removals = removalLimiter();
   // The image that writes allowlists' packet filters, made once on first use unless options.egressImage names one.
-  const egressImage = new EgressImage(docker, options);
+  // berth's egress proxy, for allowlists with names or wildcards: made on first use too.
+  const egress = { image: new EgressImage(docker, options), proxy: new BridgeProxy(docker, options) };
   const capabilities = {
     ...CAPABILITIES,
     imageAuth: CAPABILITIES.imageAuth.filter((k) => k !== 'aws' || options.ecrLogin !== undefined),
+    ...(options.egressProxy ? { networkAllowlist: PROXY_ENFORCEMENT } : {}),
   };
   const ctx = (operation: 'preflight' | 'sweep') => ({ operation, backend: BACKEND });
 
@@ -105,7 +109,7 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
       const { socketPath, host, port, protocol } = options;
       return { module: new URL('../dist/guardian.js', import.meta.url), config: { socketPath, host, port, protocol } };
     },
-    transport: (id, spec) => new DockerSandbox(docker(), options, id, spec, imageSource(spec), gpus, removals, egressImage, imageMountsOf(spec, options)),
+    transport: (id, spec) => new DockerSandbox(docker(), options, id, spec, imageSource(spec), gpus, removals, egress, imageMountsOf(spec, options)),
     async checkApi() {
       try {
         const version = await docker().version();

@@ -83,7 +83,7 @@ export class EgressImage {
 }
 
 /** Is the engine this machine's own (so this machine's binaries run in its containers)? */
-async function localEngine(docker: Docker): Promise<boolean> {
+export async function localEngine(docker: Docker): Promise<boolean> {
   if (process.platform !== 'linux') return false;
   const info = (await docker.info()) as { Name?: string; OSType?: string; Architecture?: string };
   const arch = { x64: 'x86_64', arm64: 'aarch64' }[process.arch as string];

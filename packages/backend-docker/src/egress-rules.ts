@@ -4,51 +4,25 @@ import { dockerMessage, statusOf } from './docker-errors.js';
 import { BACKEND } from './identity.js';
 
 /**
- * How Docker enforces `network: { allow }` (with options.egressImage): packet filter rules in the
- * sandbox's own network namespace, written by a short-lived helper container that shares it and
- * alone holds NET_ADMIN (the sandbox never does, so it cannot undo them). Every packet out is
- * checked by destination (addresses and ranges, any port); hostnames are resolved by berth when
- * the allowlist is applied. The sandbox's resolvers are cut off (the engine's on loopback too), and
- * the allowlist's names are written into its /etc/hosts, so those names resolve inside and no
- * other does. Nothing comes in but replies. A switch replaces the whole table, so packets of
- * connections it no longer allows stop.
+ * How Docker enforces `network: { allow }`: packet filter rules in the sandbox's own network
+ * namespace (egress-tables.ts), written by a short-lived helper container that shares it and alone
+ * holds NET_ADMIN (the sandbox never does, so it cannot undo them). Addresses and ranges: every
+ * packet out checked by destination, any port. Names and wildcards: by name, at berth's egress
+ * proxy (the kit's EgressProxy, listening on the bridge's gateway), where the sandbox's DNS, TLS
+ * (443) and HTTP (80) go: a TLS connection passes when its server name is allowed, an HTTP request
+ * when its Host is, to that name as berth resolves it; a DNS query is answered for allowed names
+ * only. The proxy runs in the runner's process, so names need the engine on this machine. Nothing
+ * comes in but replies. A switch replaces berth's chains whole, so packets of connections it no
+ * longer allows stop.
  */
 export const ALLOWLIST_ENFORCEMENT: AllowlistEnforcement = { addresses: 'packet', names: 'resolved', wildcards: false, dns: 'allowed', connections: 'ended' };
+/** With options.egressProxy: names and wildcards matched by name at berth's egress proxy. */
+export const PROXY_ENFORCEMENT: AllowlistEnforcement = { addresses: 'packet', names: 'proxy', wildcards: true, dns: 'allowed', connections: 'ended' };
 
 /**
- * iptables-restore input for the sandbox's namespace: loopback, replies and the blocks; nothing
- * else. `nameservers` (its resolv.conf's) on loopback are refused first: the engine's own resolver
- * (127.0.0.11 on a user-defined network) would otherwise answer any name through loopback.
- */
-export function allowRules(blocks: readonly string[], nameservers: readonly string[]): string {
-  const lines = [
-    '*filter',
-    ':INPUT ACCEPT [0:0]',
-    ':FORWARD DROP [0:0]',
-    ':OUTPUT ACCEPT [0:0]',
-    '-A INPUT -i lo -j ACCEPT',
-    '-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT',
-    '-A INPUT -j DROP',
-    ...nameservers.filter((ns) => ns.startsWith('127.')).map((ns) => `-A OUTPUT -d ${ns}/32 -j REJECT`),
-    '-A OUTPUT -o lo -j ACCEPT',
-    ...blocks.map((cidr) => `-A OUTPUT -d ${cidr} -j ACCEPT`),
-    '-A OUTPUT -j REJECT',
-    'COMMIT',
-  ];
-  return `${lines.join('\n')}\n`;
-}
-
-/** The table with no rules: what 'public' is, after an allowlist. */
-export const OPEN_RULES = '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n';
-
-/** The IPv4 nameservers of a resolv.conf. */
-export function nameserversOf(resolvConf: string): string[] {
-  return [...resolvConf.matchAll(/^\s*nameserver\s+(\d+\.\d+\.\d+\.\d+)\s*$/gm)].map((m) => m[1]!);
-}
-
-/**
- * Writes `rules` into the sandbox's network namespace with options.egressImage's iptables-restore,
- * in a helper container sharing it (labelled, removed after). A helper that fails says why.
+ * Writes `rules` into the sandbox's network namespace with the egress image's `iptables-restore
+ * --noflush` (egress-tables.ts), in a helper container sharing it (labelled, removed after). A
+ * helper that fails says why.
  */
 export async function applyRules(
   docker: Docker,
@@ -60,7 +34,7 @@ export async function applyRules(
 ): Promise<void> {
   const helper = await docker.createContainer({
     Image: image,
-    Entrypoint: ['iptables-restore', '/berth-egress.rules'],
+    Entrypoint: ['iptables-restore', '--noflush', '/berth-egress.rules'],
     Cmd: [],
     Labels: { ...labels },
     HostConfig: { NetworkMode: `container:${sandbox}`, CapAdd: ['NET_ADMIN'], AutoRemove: false },
@@ -73,7 +47,7 @@ export async function applyRules(
         backend: BACKEND,
         environmentId,
         path: 'options.egressImage',
-        message: `the allowlist's rules could not be applied with ${image} (${why}): options.egressImage must have iptables-restore and the kernel its filter table`,
+        message: `the allowlist's rules could not be applied with ${image} (${why}): options.egressImage must have iptables-restore and the kernel its filter and nat tables`,
         ...(cause ? { cause } : {}),
       });
     // An image without iptables-restore fails here, at the engine's exec of the entrypoint.

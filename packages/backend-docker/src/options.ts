@@ -44,6 +44,15 @@ export interface DockerBackendOptions extends CommonBackendOptions, PullCredenti
    * iptables (which needs Docker Hub). Set it on hosts that can do neither (offline, locked down).
    */
   egressImage?: string;
+  /**
+   * Allowlist names and `*.domain` wildcards matched by name at berth's egress proxy (the kit's
+   * EgressProxy, in this process, on the public bridge's gateway) rather than by the addresses
+   * berth resolves: the sandbox's DNS answered for allowed names only, TLS (443) let through by
+   * server name and HTTP (80) by Host, to the name as berth resolves it. Needs the engine on this
+   * machine. Default false. Experimental: on user-defined networks (options.publicNetwork) the
+   * engine's own resolver's nat rules can come before berth's after a network switch.
+   */
+  egressProxy?: boolean;
 }
 
 /** Every option of createDockerBackend by name (unknown ones are refused); defaultLifetimeMs is refused by its own message. */
@@ -61,6 +70,7 @@ export const OPTION_NAMES: readonly string[] = [
     'transfers',
     'publicNetwork',
     'egressImage',
+    'egressProxy',
     'resolveHost',
     'refreshNamesMs',
   ),

@@ -1,30 +1,51 @@
 import type Docker from 'dockerode';
-import type { NetworkAllowlist, NetworkNotice } from '@berth/core';
-import { SandboxAllowlist, type ResolvedAllowlist } from '@berth/core/backend-kit';
+import { allowEntries, type NetworkAllowlist, type NetworkNotice } from '@berth/core';
+import { type EgressProxy, type ResolvedAllowlist, SandboxAllowlist, systemResolver } from '@berth/core/backend-kit';
+import type { BridgeProxy } from './bridge-proxy.js';
+import { publicNetworkName } from './bridge-limits.js';
 import type { EgressImage } from './egress-image.js';
-import { OPEN_RULES, allowRules, applyRules, nameserversOf } from './egress-rules.js';
+import { applyRules } from './egress-rules.js';
+import { egressTables, nameserversOf, openTables } from './egress-tables.js';
 import { IDENTITY } from './identity.js';
 import type { DockerBackendOptions } from './options.js';
 
+/** An allowlist's names and wildcards, which go through berth's egress proxy; none: addresses only. */
+function namedEntries(allowlist: NetworkAllowlist) {
+  return allowEntries(allowlist).filter((e) => e.kind === 'host' || e.kind === 'wildcard');
+}
+
+/** An allowlist's addresses and ranges, as CIDRs: what its packet filter lets out as they are. */
+function givenBlocks(allowlist: NetworkAllowlist): string[] {
+  return allowEntries(allowlist).flatMap((e) => (e.kind === 'range' ? [e.cidr] : e.kind === 'address' ? [`${e.address}/32`] : []));
+}
+
 /**
  * One sandbox's allowlist on Docker (see egress-rules.ts): its packet filter written, replaced or
- * emptied by a helper container; the rest (names in /etc/hosts, their refresh) is the kit's
- * SandboxAllowlist, over an exec as root.
+ * emptied by a helper container. Addresses and ranges only: the kit's SandboxAllowlist applies
+ * them. With names or wildcards: the sandbox's DNS, TLS and HTTP go to berth's egress proxy
+ * (bridge-proxy.ts), which admits the sandbox's address on the bridge for them.
  */
 export class SandboxEgress {
   readonly #docker: Docker;
   readonly #id: string;
+  readonly #options: DockerBackendOptions;
   readonly #image: EgressImage;
+  readonly #proxy: BridgeProxy;
   readonly #names: SandboxAllowlist;
   /** The labels of the helper containers (the sandbox's create's). */
   #labels: Record<string, string> = {};
-  /** Whether a filter was written (so 'public' must empty it). */
+  /** Whether a filter was written (so 'public' must empty it), and whether nat's chains were hooked. */
   #filtered = false;
+  #natHooked = false;
+  /** Withdraws the sandbox's admission at the proxy (a switch, its removal: its address may go to another container). */
+  #withdraw: (() => void) | undefined;
 
-  constructor(docker: Docker, id: string, options: DockerBackendOptions, image: EgressImage) {
+  constructor(docker: Docker, id: string, options: DockerBackendOptions, image: EgressImage, proxy: BridgeProxy) {
     this.#docker = docker;
     this.#id = id;
+    this.#options = options;
     this.#image = image;
+    this.#proxy = proxy;
     this.#names = new SandboxAllowlist(
       {
         ...IDENTITY,
@@ -44,38 +65,72 @@ export class SandboxEgress {
     this.#names.bind(notify);
   }
 
-  /** The allowlist's blocks and names, its names resolved now (before a container is made for it, at start). */
-  resolve(allowlist: NetworkAllowlist): Promise<ResolvedAllowlist> {
-    return this.#names.resolve(allowlist);
-  }
-
   /**
-   * Puts the sandbox under `allowlist`: its filter written, then `join` (the bridge), then its
-   * names in /etc/hosts (the engine edits that file when a sandbox joins a network), then their
-   * refresh started.
+   * Before a container is made for it (at start): an allowlist of addresses, its blocks; one with
+   * names, the proxy made (so an engine that cannot reach it refuses before any container).
    */
-  allow(allowlist: NetworkAllowlist, resolved: ResolvedAllowlist, join: () => Promise<void>): Promise<void> {
-    return this.#names.apply(allowlist, resolved, (blocks) => this.#apply(blocks), { opened: join });
+  async resolve(allowlist: NetworkAllowlist): Promise<ResolvedAllowlist> {
+    if (!this.#options.egressProxy || namedEntries(allowlist).length === 0) return this.#names.resolve(allowlist);
+    await this.#proxy.get(this.#id);
+    return { blocks: givenBlocks(allowlist), hosts: [] };
   }
 
-  /** Empties the filter and removes berth's hosts lines, where they were written. */
+  /** Puts the sandbox under `allowlist`: its filter written, then `join` (the bridge), then, with names, its address admitted at the proxy. */
+  async allow(allowlist: NetworkAllowlist, resolved: ResolvedAllowlist, join: () => Promise<void>): Promise<void> {
+    this.#withdraw?.();
+    this.#withdraw = undefined;
+    const named = this.#options.egressProxy ? namedEntries(allowlist) : [];
+    if (named.length === 0) return this.#names.apply(allowlist, resolved, (blocks) => this.#apply(blocks), { opened: join });
+    await this.#names.stop();
+    const proxy = await this.#proxy.get(this.#id);
+    await this.#apply(resolved.blocks, proxy);
+    await join();
+    this.#withdraw = proxy.admit(await this.#bridgeAddress(), named, this.#options.resolveHost ?? systemResolver);
+  }
+
+  /** Empties berth's chains and withdraws the proxy's admission. */
   async open(): Promise<void> {
+    await this.stop();
     await this.#names.open();
     if (!this.#filtered) return;
-    await applyRules(this.#docker, this.#id, await this.#image.get(this.#id), OPEN_RULES, this.#labels, this.#id);
+    await applyRules(this.#docker, this.#id, await this.#image.get(this.#id), openTables(this.#natHooked), this.#labels, this.#id);
     this.#filtered = false;
   }
 
-  /** No more refreshes (a switch, the sandbox's removal); waits for one in flight. */
+  /** No more refreshes or proxy admission (a switch, the sandbox's removal); waits for a refresh in flight. */
   stop(): Promise<void> {
+    this.#withdraw?.();
+    this.#withdraw = undefined;
     return this.#names.stop();
   }
 
-  /** Writes the filter for `blocks`, the sandbox's resolvers (its resolv.conf's) cut off. */
-  async #apply(blocks: readonly string[]): Promise<void> {
-    const rules = allowRules(blocks, nameserversOf(await this.#resolvConf()));
+  /** Writes the filter for `blocks`, the sandbox's resolvers (its resolv.conf's) cut off, or sent to the proxy. */
+  async #apply(blocks: readonly string[], proxy?: EgressProxy): Promise<void> {
+    const rules = egressTables({
+      blocks,
+      nameservers: nameserversOf(await this.#resolvConf()),
+      ...(proxy ? { proxy: proxy.ports } : {}),
+      hookFilter: !this.#filtered,
+      nat: proxy && !this.#natHooked ? 'hook' : proxy || this.#natHooked ? 'write' : 'skip',
+    });
+    const wasFiltered = this.#filtered;
     this.#filtered = true;
-    await applyRules(this.#docker, this.#id, await this.#image.get(this.#id), rules, this.#labels, this.#id);
+    try {
+      await applyRules(this.#docker, this.#id, await this.#image.get(this.#id), rules, this.#labels, this.#id);
+    } catch (error) {
+      // Nothing was written (iptables-restore writes a table whole or not at all): hooks still to come.
+      this.#filtered = wasFiltered;
+      throw error;
+    }
+    if (proxy) this.#natHooked = true;
+  }
+
+  /** The sandbox's address on the bridge: what the proxy tells it apart by. */
+  async #bridgeAddress(): Promise<string> {
+    const info = await this.#docker.getContainer(this.#id).inspect();
+    const address = info.NetworkSettings?.Networks?.[publicNetworkName(this.#options.publicNetwork)]?.IPAddress;
+    if (!address) throw new Error(`unreachable: sandbox ${this.#id} has no address on its bridge after joining it`);
+    return address;
   }
 
   /** A command run as root in the sandbox (whatever the image's user): its exit code and output. */

@@ -40,6 +40,7 @@ import { gpuDeviceRequests, type GpuSupport } from './gpu.js';
 import { ImageMountVolumes, type DockerImageMount } from './image-mounts.js';
 import { commitSnapshot } from './snapshot.js';
 import { bridgeRefusal, publicNetworkName } from './bridge-limits.js';
+import type { BridgeProxy } from './bridge-proxy.js';
 import type { EgressImage } from './egress-image.js';
 import { SandboxEgress } from './sandbox-egress.js';
 import { BACKEND, IDENTITY } from './identity.js';
@@ -76,7 +77,7 @@ export class DockerSandbox implements SandboxTransport {
     source: DockerImageSource,
     gpus: GpuSupport,
     removals: CreationLimiter,
-    egressImage: EgressImage,
+    egress: { image: EgressImage; proxy: BridgeProxy },
     imageMounts: readonly DockerImageMount[] = [],
   ) {
     this.#docker = docker;
@@ -87,7 +88,7 @@ export class DockerSandbox implements SandboxTransport {
     this.#gpus = gpus;
     this.#removals = removals;
     this.#imageMounts = new ImageMountVolumes(docker, id, imageMounts);
-    this.#egress = new SandboxEgress(docker, id, options, egressImage);
+    this.#egress = new SandboxEgress(docker, id, options, egress.image, egress.proxy);
     this.#image = source.kind === 'pull' ? source.image : parseImageRef(BUILD_REPOSITORY);
     const container = () => this.#container;
     this.archive = {

@@ -4,7 +4,7 @@ import Docker from 'dockerode';
 import { SESSION_ID } from '@berth/core';
 import { buildTag, hashBuildContext, systemResolver } from '@berth/core/backend-kit';
 import { createDockerBackend, type DockerBackendOptions } from '@berth/backend-docker';
-import { listenForTokens, type ConformanceOptions } from '@berth/conformance';
+import { listenForServerNames, listenForTokens, type ConformanceOptions } from '@berth/conformance';
 import { bridgeGateway, secondHostAddress } from '@berth/test-support/docker-bridge';
 
 const docker = new Docker();
@@ -18,16 +18,19 @@ function statusOf(error: unknown): number | undefined {
 const ALLOWED_NAME = 'listener.berth-conformance.test';
 
 /**
- * The options every Docker conformance run's backend takes: ALLOWED_NAME resolved to the bridge's
- * gateway. No egressImage: the allowlist cases run with the helper image berth makes on first use.
+ * The options every Docker conformance run's backend takes: names under .test (ALLOWED_NAME, and
+ * the fresh names the TLS case's ClientHellos carry, which berth's egress proxy connects to)
+ * resolved to the bridge's gateway, where the listeners are. No egressImage: the allowlist cases
+ * run with the helper image berth makes on first use.
  */
 export const dockerTestOptions = {
-  resolveHost: async (name: string) => (name === ALLOWED_NAME ? [await bridgeGateway()] : systemResolver(name)),
+  resolveHost: async (name: string) => (name.endsWith('.test') ? [await bridgeGateway()] : systemResolver(name)),
 } satisfies DockerBackendOptions;
 
 export const dockerConformance: ConformanceOptions = {
   name: 'docker',
-  createBackend: () => createDockerBackend(dockerTestOptions),
+  // Names matched by berth's egress proxy here; the exec-transfers run keeps them resolved to addresses.
+  createBackend: () => createDockerBackend({ ...dockerTestOptions, egressProxy: true }),
   allowedName: ALLOWED_NAME,
   images: {
     basic: 'berth-test/busybox:latest',
@@ -42,6 +45,8 @@ export const dockerConformance: ConformanceOptions = {
   reachableListener: async () => listenForTokens(await bridgeGateway()),
   // Another of this machine's addresses, reached through the gateway: the allowlist cases' denied one.
   secondListener: async () => listenForTokens(await secondHostAddress()),
+  // Port 443 on the gateway: berth's egress proxy connects there for the names it lets through.
+  serverNameListener: async () => listenForServerNames(await bridgeGateway()),
   faults: {
     // The container is named after the environment id.
     kill: async (env) => {

@@ -63,6 +63,7 @@ export { resolveAllowlist, systemResolver, type AllowedHost, type HostResolver, 
 export { HOSTS_MARK, hostsFileCommand } from './allowlist-hosts.js';
 export { AllowlistRefresh } from './allowlist-refresh.js';
 export { SandboxAllowlist, type AllowBlocks, type AllowlistEngine } from './sandbox-allowlist.js';
+export { EgressProxy, type EgressProxyPorts } from './egress-proxy.js';
 export { API_RETRY_DEFAULTS, retryIdempotent, type ApiRetryPolicy, type TransientAnswer } from './api-retry.js';
 export { retryDelayMs } from '../time/backoff.js';
 export { preflightFailure } from './backend-helpers.js';
