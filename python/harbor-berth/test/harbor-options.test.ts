@@ -1,5 +1,5 @@
 // --ek mistakes stop harbor's job before any trial, in harbor's words for it: the key named.
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,5 +46,30 @@ describe('an allowlist task on Docker without --ek egress_image', () => {
   it('runs: berth makes the helper image that writes its packet filter; rewarded 1', async () => {
     const run = await harborRun(FIXTURES, join(root, 'jobs'), 'allowlist-no-egress', { backend: 'docker' }, { args: ['-i', 'allowlist'], timeoutMs: 240_000 });
     expect(outcomes(join(root, 'jobs', 'allowlist-no-egress')), run.output).toEqual({ allowlist: 1 });
+  }, 300_000);
+});
+
+describe('--force-build', () => {
+  it("builds the task's environment/Dockerfile over its docker_image (harbor's rule); without it the prebuilt image runs", async () => {
+    const task = join(root, 'tasks', 'force-build');
+    await mkdir(join(task, 'environment'), { recursive: true });
+    await mkdir(join(task, 'tests'), { recursive: true });
+    await mkdir(join(task, 'solution'), { recursive: true });
+    await writeFile(join(task, 'instruction.md'), 'Nothing to do.\n');
+    await writeFile(
+      join(task, 'task.toml'),
+      'version = "1.0"\n\n[verifier]\ntimeout_sec = 60.0\n\n[agent]\ntimeout_sec = 60.0\n\n[environment]\ndocker_image = "berth-test/busybox:latest"\nnetwork_mode = "no-network"\n',
+    );
+    await writeFile(join(task, 'environment', 'Dockerfile'), 'FROM berth-test/busybox:latest\nRUN echo built > /berth-built\n');
+    await writeFile(join(task, 'solution', 'solve.sh'), '#!/bin/sh\ntrue\n');
+    await writeFile(
+      join(task, 'tests', 'test.sh'),
+      '#!/bin/sh\nmkdir -p /logs/verifier\nif [ -f /berth-built ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
+    );
+    const jobs = join(root, 'jobs');
+    const prebuilt = await harborRun(join(root, 'tasks'), jobs, 'prebuilt', { backend: 'docker' });
+    expect(outcomes(join(jobs, 'prebuilt')), prebuilt.output).toEqual({ 'force-build': 0 });
+    const built = await harborRun(join(root, 'tasks'), jobs, 'force-built', { backend: 'docker' }, { args: ['--force-build'] });
+    expect(outcomes(join(jobs, 'force-built')), built.output).toEqual({ 'force-build': 1 });
   }, 300_000);
 });

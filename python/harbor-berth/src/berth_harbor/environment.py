@@ -18,7 +18,7 @@ from typing import Any
 
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities, EnvironmentResourceCapabilities
-from harbor.environments.definition import require_agent_environment_definition
+from harbor.environments.definition import require_agent_environment_definition, should_use_prebuilt_docker_image
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 
 from .error_policy import berth_policy_in
@@ -73,6 +73,7 @@ class BerthEnvironment(BaseEnvironment):
             refuse_unknown_keys(kwargs)
         self._berth = parse_options(given)
         self._berth_names: bool | None = None
+        self._force_build = False
         self._command = berth_command(self._berth.berth)
         self._caps = _capabilities()[self._berth.capabilities_key]
         self._process: BerthProcess | None = None
@@ -116,7 +117,8 @@ class BerthEnvironment(BaseEnvironment):
     def _spec(self) -> dict[str, Any]:
         config = self.task_env_config
         image: Any
-        if config.docker_image:
+        # harbor's rule: the prebuilt image, unless --force-build and the task has a Dockerfile.
+        if should_use_prebuilt_docker_image(self.environment_dir, docker_image=config.docker_image, force_build=self._force_build):
             image = config.docker_image
         else:
             image = {"build": {"context": str(self.environment_dir.resolve()), "dockerfile": "Dockerfile"}}
@@ -149,6 +151,7 @@ class BerthEnvironment(BaseEnvironment):
 
     @_harbor_terms
     async def start(self, force_build: bool) -> None:
+        self._force_build = force_build
         self._process = await shared_process(self._command, self._berth.initialize())
         started = await self._process.call("start", {"spec": self._spec()})
         self._id = started["id"]
