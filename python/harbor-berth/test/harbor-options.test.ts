@@ -73,3 +73,21 @@ describe('--force-build', () => {
     expect(outcomes(join(jobs, 'force-built')), built.output).toEqual({ 'force-build': 1 });
   }, 300_000);
 });
+
+describe('--mounts', () => {
+  it('stops the job before any trial, saying berth does not apply host mounts (rather than leaving them unused)', async () => {
+    const jobs = join(root, 'jobs');
+    const run = await harborRun(
+      join(EXAMPLES, 'hello-world'),
+      jobs,
+      'mounts',
+      { backend: 'docker' },
+      {
+        args: ['--mounts', JSON.stringify([{ type: 'bind', source: root, target: '/host-data' }])],
+        timeoutMs: 120_000,
+      },
+    );
+    expect(run.code).toBe(1);
+    expect(run.output).toMatch(/--mounts \(\/host-data\) are not applied/);
+  }, 180_000);
+});

@@ -80,6 +80,16 @@ class BerthEnvironment(BaseEnvironment):
         self._id: str | None = None
         self._shell = "bash"
         super().__init__(*args, **kwargs)
+        # berth claims no host mounts (capabilities.mounted is false): harbor's own, of its log
+        # directories, berth makes in the sandbox and harbor downloads; any other came from
+        # --mounts, which would otherwise go silently unused.
+        user_mounts = [m for m in getattr(self, "_mounts", None) or [] if str(m.get("target")) not in LOG_DIRS]
+        if user_mounts:
+            targets = ", ".join(str(m.get("target")) for m in user_mounts)
+            raise ValueError(
+                f"berth_harbor: harbor's --mounts ({targets}) are not applied: berth's sandboxes get files by upload, "
+                "not host mounts; drop --mounts (the task's environment/ and tests/ are uploaded as harbor does)"
+            )
 
     @staticmethod
     def type() -> str:
