@@ -4,13 +4,13 @@
 // (permanent) is not retried, even with retries asked for. And harbor's own schema command lists
 // berth's --ek keys (options_model).
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeRegistryLogin } from '@berth/test-support/registry-login';
-import { FIXTURES, HARBOR_VENV, harborContainers, harborRun, jobResult, outcomes, solving, trials } from './support/harbor.js';
+import { FIXTURES, HARBOR_VENV, harborContainers, harborRun, jobResult, outcomes, solving, trials, writeTask } from './support/harbor.js';
 
 const run = promisify(execFile);
 let root: string;
@@ -58,16 +58,10 @@ describe('harbor 0.26 with berth_harbor/error-policy.yaml', () => {
   }, 300_000);
 
   it('a missing image is a BerthPermanentInfraError: not retried, though --max-retries 2 asks for retries', async () => {
-    const task = join(root, 'tasks', 'missing-image');
-    await mkdir(join(task, 'tests'), { recursive: true });
-    await mkdir(join(task, 'solution'), { recursive: true });
-    await writeFile(join(task, 'instruction.md'), 'Nothing: the image does not exist.\n');
-    await writeFile(
-      join(task, 'task.toml'),
-      'version = "1.0"\n\n[verifier]\ntimeout_sec = 60.0\n\n[agent]\ntimeout_sec = 60.0\n\n[environment]\ndocker_image = "127.0.0.1:5000/berth/does-not-exist:nope"\nnetwork_mode = "no-network"\n',
-    );
-    await writeFile(join(task, 'solution', 'solve.sh'), '#!/bin/sh\ntrue\n');
-    await writeFile(join(task, 'tests', 'test.sh'), '#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n');
+    await writeTask(join(root, 'tasks'), 'missing-image', {
+      image: '127.0.0.1:5000/berth/does-not-exist:nope',
+      test: '#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n',
+    });
     const jobs = join(root, 'jobs');
     // Logged in to the test registry: the image is missing, not refused.
     const login = { DOCKER_CONFIG: await writeRegistryLogin(join(root, 'docker-config')) };

@@ -1,9 +1,9 @@
 // --ek mistakes stop harbor's job before any trial, in harbor's words for it: the key named.
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLES, FIXTURES, harborRun, outcomes } from './support/harbor.js';
+import { EXAMPLES, FIXTURES, harborRun, outcomes, writeTask } from './support/harbor.js';
 
 let root: string;
 beforeAll(async () => {
@@ -51,21 +51,11 @@ describe('an allowlist task on Docker without --ek egress_image', () => {
 
 describe('--force-build', () => {
   it("builds the task's environment/Dockerfile over its docker_image (harbor's rule); without it the prebuilt image runs", async () => {
-    const task = join(root, 'tasks', 'force-build');
-    await mkdir(join(task, 'environment'), { recursive: true });
-    await mkdir(join(task, 'tests'), { recursive: true });
-    await mkdir(join(task, 'solution'), { recursive: true });
-    await writeFile(join(task, 'instruction.md'), 'Nothing to do.\n');
-    await writeFile(
-      join(task, 'task.toml'),
-      'version = "1.0"\n\n[verifier]\ntimeout_sec = 60.0\n\n[agent]\ntimeout_sec = 60.0\n\n[environment]\ndocker_image = "berth-test/busybox:latest"\nnetwork_mode = "no-network"\n',
-    );
-    await writeFile(join(task, 'environment', 'Dockerfile'), 'FROM berth-test/busybox:latest\nRUN echo built > /berth-built\n');
-    await writeFile(join(task, 'solution', 'solve.sh'), '#!/bin/sh\ntrue\n');
-    await writeFile(
-      join(task, 'tests', 'test.sh'),
-      '#!/bin/sh\nmkdir -p /logs/verifier\nif [ -f /berth-built ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
-    );
+    await writeTask(join(root, 'tasks'), 'force-build', {
+      image: 'berth-test/busybox:latest',
+      dockerfile: 'FROM berth-test/busybox:latest\nRUN echo built > /berth-built\n',
+      test: '#!/bin/sh\nmkdir -p /logs/verifier\nif [ -f /berth-built ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
+    });
     const jobs = join(root, 'jobs');
     const prebuilt = await harborRun(join(root, 'tasks'), jobs, 'prebuilt', { backend: 'docker' });
     expect(outcomes(join(jobs, 'prebuilt')), prebuilt.output).toEqual({ 'force-build': 0 });

@@ -2,6 +2,7 @@
 // plugin, and reads harbor's own result files.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -110,4 +111,25 @@ export function outcomes(jobDir: string): Record<string, number | string> {
 
 export function jobResult(jobDir: string): { stats: { n_retries?: number; n_errored_trials?: number }; finished_at: string | null } {
   return JSON.parse(readFileSync(join(jobDir, 'result.json'), 'utf8'));
+}
+
+/**
+ * A one-off harbor task under `dir/name` (a prebuilt `image`, no network, the oracle's solve.sh a
+ * no-op), with `test` as tests/test.sh and, when given, an environment/Dockerfile. Its dataset is `dir`.
+ */
+export async function writeTask(dir: string, name: string, task: { image: string; test: string; dockerfile?: string }): Promise<void> {
+  const root = join(dir, name);
+  await mkdir(join(root, 'tests'), { recursive: true });
+  await mkdir(join(root, 'solution'), { recursive: true });
+  await writeFile(join(root, 'instruction.md'), 'Nothing to do.\n');
+  await writeFile(
+    join(root, 'task.toml'),
+    `version = "1.0"\n\n[verifier]\ntimeout_sec = 60.0\n\n[agent]\ntimeout_sec = 60.0\n\n[environment]\ndocker_image = "${task.image}"\nnetwork_mode = "no-network"\n`,
+  );
+  await writeFile(join(root, 'solution', 'solve.sh'), '#!/bin/sh\ntrue\n');
+  await writeFile(join(root, 'tests', 'test.sh'), task.test);
+  if (task.dockerfile !== undefined) {
+    await mkdir(join(root, 'environment'), { recursive: true });
+    await writeFile(join(root, 'environment', 'Dockerfile'), task.dockerfile);
+  }
 }
