@@ -36,14 +36,11 @@ const CONNECT_SECONDS = 2;
 /** The exec itself, connect timeout included, gets this long before it counts as not reached. */
 const EXEC_LIMIT_MS = 15_000;
 
-/** One connect from inside the pod to `target` (default: the API server's service). */
-export async function probeFromPod(cluster: Cluster, pod: string, target: { host: string; port: number } | undefined): Promise<ProbeResult> {
-  const proc = await spawnExec(cluster, pod, {
-    argv: ['/bin/sh', '-c', PROBE_SCRIPT, 'berth-network-probe', target?.host ?? '', String(target?.port ?? ''), String(CONNECT_SECONDS)],
-    env: {},
-    stdin: false,
-  });
-  proc.stdout.resume();
+/** Runs `argv` in the pod (no stdin), within EXEC_LIMIT_MS: its exit code and stdout; a cut connection is transient. */
+async function runInPod(cluster: Cluster, pod: string, argv: string[], what: string): Promise<{ code: number; stdout: string }> {
+  const proc = await spawnExec(cluster, pod, { argv, env: {}, stdin: false });
+  let stdout = '';
+  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   proc.stderr.resume();
   const timer = setTimeout(() => proc.abandon(), EXEC_LIMIT_MS);
   try {
@@ -53,16 +50,23 @@ export async function probeFromPod(cluster: Cluster, pod: string, target: { host
       throw new BackendUnavailableError({
         operation: 'network',
         backend: BACKEND,
-        message: 'the network probe ended without an exit status (the exec connection was cut)',
+        message: `${what} ended without an exit status (the exec connection was cut)`,
       });
     }
-    if (code === 0) return 'reached';
-    if (code === 3) return 'no-tool';
-    if (code === 4) return 'no-address';
-    return 'blocked';
+    return { code, stdout };
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** One connect from inside the pod to `target` (default: the API server's service). */
+export async function probeFromPod(cluster: Cluster, pod: string, target: { host: string; port: number } | undefined): Promise<ProbeResult> {
+  const argv = ['/bin/sh', '-c', PROBE_SCRIPT, 'berth-network-probe', target?.host ?? '', String(target?.port ?? ''), String(CONNECT_SECONDS)];
+  const { code } = await runInPod(cluster, pod, argv, 'the network probe');
+  if (code === 0) return 'reached';
+  if (code === 3) return 'no-tool';
+  if (code === 4) return 'no-address';
+  return 'blocked';
 }
 
 /**
@@ -71,23 +75,8 @@ export async function probeFromPod(cluster: Cluster, pod: string, target: { host
  * whether an allowlist lists it. Undefined when the pod has none.
  */
 export async function serviceHostOf(cluster: Cluster, pod: string): Promise<string | undefined> {
-  const proc = await spawnExec(cluster, pod, { argv: ['/bin/sh', '-c', 'echo "$KUBERNETES_SERVICE_HOST"'], env: {}, stdin: false });
-  let out = '';
-  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr.resume();
-  const timer = setTimeout(() => proc.abandon(), EXEC_LIMIT_MS);
-  try {
-    const { code } = await proc.exit;
-    if (code === null)
-      throw new BackendUnavailableError({
-        operation: 'network',
-        backend: BACKEND,
-        message: "reading the pod's KUBERNETES_SERVICE_HOST ended without an exit status (the exec connection was cut)",
-      });
-    return out.trim() || undefined;
-  } finally {
-    clearTimeout(timer);
-  }
+  const { stdout } = await runInPod(cluster, pod, ['/bin/sh', '-c', 'echo "$KUBERNETES_SERVICE_HOST"'], "reading the pod's KUBERNETES_SERVICE_HOST");
+  return stdout.trim() || undefined;
 }
 
 /** What a failed startup probe prints, after this prefix: what it found instead of 'blocked'. */
