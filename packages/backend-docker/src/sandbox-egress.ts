@@ -1,13 +1,16 @@
 import type Docker from 'dockerode';
-import { allowEntries, type NetworkAllowlist, type NetworkNotice } from '@berth/core';
+import { allowEntries, ConfigError, type NetworkAllowlist, type NetworkNotice } from '@berth/core';
 import { type EgressProxy, type ResolvedAllowlist, SandboxAllowlist, systemResolver } from '@berth/core/backend-kit';
 import type { BridgeProxy } from './bridge-proxy.js';
 import { publicNetworkName } from './bridge-limits.js';
 import type { EgressImage } from './egress-image.js';
 import { applyRules } from './egress-rules.js';
 import { egressTables, nameserversOf, openTables } from './egress-tables.js';
-import { IDENTITY } from './identity.js';
+import { BACKEND, IDENTITY } from './identity.js';
 import type { DockerBackendOptions } from './options.js';
+
+/** Where the engine's own resolver listens in a sandbox on a user-defined network. */
+const ENGINE_RESOLVER = '127.0.0.11';
 
 /** An allowlist's names and wildcards, which go through berth's egress proxy; none: addresses only. */
 function namedEntries(allowlist: NetworkAllowlist) {
@@ -39,6 +42,8 @@ export class SandboxEgress {
   #natHooked = false;
   /** Withdraws the sandbox's admission at the proxy (a switch, its removal: its address may go to another container). */
   #withdraw: (() => void) | undefined;
+  /** The resolv.conf the engine wrote, while berth's (the proxy as resolver) is in its place; put back on 'public'. */
+  #engineResolvConf: string | undefined;
 
   constructor(docker: Docker, id: string, options: DockerBackendOptions, image: EgressImage, proxy: BridgeProxy) {
     this.#docker = docker;
@@ -86,12 +91,17 @@ export class SandboxEgress {
     await this.#apply(resolved.blocks, proxy);
     await join();
     this.#withdraw = proxy.admit(await this.#bridgeAddress(), named, this.#options.resolveHost ?? systemResolver);
+    await this.#resolveAt(proxy.ports.host);
   }
 
   /** Empties berth's chains and withdraws the proxy's admission. */
   async open(): Promise<void> {
     await this.stop();
     await this.#names.open();
+    if (this.#engineResolvConf !== undefined) {
+      await this.#writeResolvConf(this.#engineResolvConf);
+      this.#engineResolvConf = undefined;
+    }
     if (!this.#filtered) return;
     await applyRules(this.#docker, this.#id, await this.#image.get(this.#id), openTables(this.#natHooked), this.#labels, this.#id);
     this.#filtered = false;
@@ -108,7 +118,9 @@ export class SandboxEgress {
   async #apply(blocks: readonly string[], proxy?: EgressProxy): Promise<void> {
     const rules = egressTables({
       blocks,
-      nameservers: nameserversOf(await this.#resolvConf()),
+      // The engine's resolver on a user-defined network, also when resolv.conf does not say it yet
+      // (a sandbox started offline gets it at its first join, after this filter is written).
+      nameservers: [...new Set([...nameserversOf(this.#engineResolvConf ?? (await this.#resolvConf())), ENGINE_RESOLVER])],
       ...(proxy ? { proxy: proxy.ports } : {}),
       hookFilter: !this.#filtered,
       nat: proxy && !this.#natHooked ? 'hook' : proxy || this.#natHooked ? 'write' : 'skip',
@@ -123,6 +135,32 @@ export class SandboxEgress {
       throw error;
     }
     if (proxy) this.#natHooked = true;
+  }
+
+  /**
+   * The sandbox's resolv.conf names the proxy's address as its only resolver (its nat sends port 53
+   * there to the proxy's): the engine's resolver on a user-defined network is on loopback, whose
+   * nat rules the engine puts back ahead of berth's at each join. Written after the join, since
+   * the engine writes the file then; its search and options lines are kept.
+   */
+  async #resolveAt(host: string): Promise<void> {
+    const current = await this.#resolvConf();
+    this.#engineResolvConf ??= current;
+    const kept = this.#engineResolvConf.split('\n').filter((line) => /^\s*(search|domain|options)\s/.test(line));
+    await this.#writeResolvConf(`nameserver ${host}\n${kept.map((l) => `${l}\n`).join('')}`);
+  }
+
+  /** Replaces /etc/resolv.conf's content in place (the engine bind-mounts it: a rename would fail). */
+  async #writeResolvConf(content: string): Promise<void> {
+    const { code, output } = await this.#runAsRoot(['/bin/sh', '-c', 'printf %s "$1" > /etc/resolv.conf', 'berth-resolv-conf', content]);
+    if (code !== 0)
+      throw new ConfigError({
+        operation: 'network',
+        backend: BACKEND,
+        environmentId: this.#id,
+        path: 'spec.network.allow',
+        message: `the sandbox's /etc/resolv.conf could not be pointed at berth's egress proxy (/bin/sh exited ${code}: ${output.trim().slice(-300)}): names need /bin/sh in the image; list addresses or ranges instead`,
+      });
   }
 
   /** The sandbox's address on the bridge: what the proxy tells it apart by. */

@@ -102,6 +102,38 @@ describe('docker network allowlist, the sandbox own packet filter', () => {
     expect(await berthLines(), "berth's hosts lines outlived the allowlist").toBe('0');
   });
 
+  it("options.egressProxy on a user-defined network: through none -> allowlist -> public -> none -> allowlist the allowed name resolves (the proxy answering) and another is refused; 'public' gives the engine's resolver back", async () => {
+    // The engine's resolver here is on loopback (127.0.0.11), with nat rules it puts back at each
+    // join: berth points resolv.conf at the proxy instead, and back on 'public'.
+    const proxied = createDockerBackend({
+      pullPolicy: 'never',
+      labels: LABELS,
+      publicNetwork: NETWORK,
+      egressProxy: true,
+      resolveHost: async (name) => {
+        if (name === 'own.berth.test') return [own.host];
+        throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+      },
+    });
+    const peer = await start({ image: IMAGE, network: 'public' });
+    const env = await proxied.start({ image: IMAGE, network: 'none', networkSwitch: true });
+    envs.push(env);
+    const lookup = async (name: string) => {
+      const r = await env.exec(['nslookup', '-type=a', name], { timeoutMs: 30_000 });
+      return r.exitCode === 0 ? r.stdout.match(/Address:\s*(\d+\.\d+\.\d+\.\d+)\s*$/m)?.[1] : `failed: ${r.stdout.trim().split('\n').pop()}`;
+    };
+    const resolver = async () => (await env.exec(['cat', '/etc/resolv.conf'])).stdout.match(/^nameserver\s+(\S+)/m)?.[1];
+    for (const round of [1, 2]) {
+      await env.setNetwork({ allow: ['own.berth.test'] });
+      expect(await lookup('own.berth.test'), `round ${round}: the allowed name did not resolve through the proxy`).toBe(own.host);
+      expect(await lookup(peer.id), `round ${round}: a name the allowlist does not list resolved`).toMatch(/^failed: .*REFUSED/);
+      await env.setNetwork('public');
+      expect(await resolver(), `round ${round}: 'public' did not give the engine's resolver back`).toBe('127.0.0.11');
+      expect(await lookup(peer.id), `round ${round}: the engine's resolver did not answer a public sandbox`).toMatch(/^10\.214\./);
+      await env.setNetwork('none');
+    }
+  });
+
   it('a name whose address changes while the sandbox lives is followed (options.refreshNamesMs): the new address allowed and resolved, the old one not; a failed refresh is said and changes nothing', async () => {
     let moving: string | Error = own.host;
     const refreshing = createDockerBackend({

@@ -2,6 +2,7 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { removeBuiltImages } from '@berth/test-support/built-images';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLES, FIXTURES, harborRun, outcomes, writeTask } from './support/harbor.js';
 
@@ -50,6 +51,10 @@ describe('an allowlist task on Docker without --ek egress_image', () => {
 });
 
 describe('--force-build', () => {
+  // The build is a cache berth keeps (README: Builds); the run's teardown fails on one left.
+  afterAll(async () => {
+    await removeBuiltImages([join(root, 'tasks', 'force-build', 'environment')]);
+  });
   it("builds the task's environment/Dockerfile over its docker_image (harbor's rule); without it the prebuilt image runs", async () => {
     await writeTask(join(root, 'tasks'), 'force-build', {
       image: 'berth-test/busybox:latest',
