@@ -29,7 +29,12 @@ describe("the README's generated parts", () => {
 
   it("harbor's plugin claims what the backends can do (run `npm run docs:capabilities`)", () => {
     const file = JSON.parse(readFileSync(new URL('../../python/harbor-berth/src/berth_harbor/capabilities.json', import.meta.url), 'utf8'));
-    expect(file).toEqual(Object.fromEntries(backends().map((b) => [b.name, harborPluginCapabilities(b.capabilities)])));
+    expect(file).toEqual({
+      ...Object.fromEntries(backends().map((b) => [b.name, harborPluginCapabilities(b.capabilities)])),
+      // --ek egress_proxy=true
+      'docker-egress-proxy': harborPluginCapabilities(createDockerBackend({ egressProxy: true }).capabilities),
+    });
+    expect(file['docker-egress-proxy'].environment).toMatchObject({ network_allowlist_hostnames: true, network_allowlist_wildcard_hostnames: true });
     expect(file.k8s.environment).toMatchObject({ disable_internet: true, dynamic_network_policy: true });
     // With no option: berth makes the helper image that writes the packet filter itself.
     expect(file.docker.environment).toMatchObject({

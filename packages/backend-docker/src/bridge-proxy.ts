@@ -1,3 +1,4 @@
+import { networkInterfaces } from 'node:os';
 import type Docker from 'dockerode';
 import { CapabilityError } from '@berth/core';
 import { EgressProxy } from '@berth/core/backend-kit';
@@ -5,6 +6,33 @@ import { publicNetworkName } from './bridge-limits.js';
 import { localEngine } from './egress-image.js';
 import { BACKEND } from './identity.js';
 import type { DockerBackendOptions } from './options.js';
+
+interface BridgeNetwork {
+  Id?: string;
+  Options?: Record<string, string>;
+  IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] };
+}
+
+const IPV4 = /^\d+\.\d+\.\d+\.\d+$/;
+
+/**
+ * This machine's address on a bridge network: its IPAM gateway, else the address of its bridge
+ * interface here (docker0, br-<id>), else its subnet's first address (what the engine gives the
+ * bridge). Docker 20.10 reports no Gateway for a default bridge made on the engine's first start.
+ */
+function bridgeGateway(network: BridgeNetwork): string | undefined {
+  const config = network.IPAM?.Config ?? [];
+  const given = config.map((c) => c.Gateway).find((g) => g && IPV4.test(g));
+  if (given) return given;
+  const device = network.Options?.['com.docker.network.bridge.name'] ?? (network.Id ? `br-${network.Id.slice(0, 12)}` : undefined);
+  const own = device ? networkInterfaces()[device]?.find((a) => a.family === 'IPv4')?.address : undefined;
+  if (own) return own;
+  const subnet = config.map((c) => c.Subnet).find((s) => s && /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(s));
+  if (!subnet) return undefined;
+  const octets = subnet.split('/')[0]!.split('.').map(Number);
+  octets[3] = octets[3]! + 1;
+  return octets.join('.');
+}
 
 /**
  * berth's egress proxy for one backend instance's allowlists with names or wildcards (see
@@ -45,8 +73,7 @@ export class BridgeProxy {
       });
     if (!(await localEngine(docker))) throw refuse('the Docker engine is not on this machine (so its bridge is not either)');
     const name = publicNetworkName(this.#options.publicNetwork);
-    const network = (await docker.getNetwork(name).inspect()) as { IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] } };
-    const gateway = network.IPAM?.Config?.map((c) => c.Gateway).find((g) => g && /^\d+\.\d+\.\d+\.\d+$/.test(g));
+    const gateway = bridgeGateway((await docker.getNetwork(name).inspect()) as BridgeNetwork);
     if (!gateway) throw refuse(`the network ${name} has no IPv4 gateway`);
     try {
       return await EgressProxy.listen(gateway);

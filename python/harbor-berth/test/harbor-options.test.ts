@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { removeBuiltImages } from '@berth/test-support/built-images';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLES, FIXTURES, harborRun, outcomes, writeTask } from './support/harbor.js';
+import { EXAMPLES, FIXTURES, harborRun, outcomes, trials, writeTask } from './support/harbor.js';
 
 let root: string;
 beforeAll(async () => {
@@ -66,6 +66,34 @@ describe('--force-build', () => {
     expect(outcomes(join(jobs, 'prebuilt')), prebuilt.output).toEqual({ 'force-build': 0 });
     const built = await harborRun(join(root, 'tasks'), jobs, 'force-built', { backend: 'docker' }, { args: ['--force-build'] });
     expect(outcomes(join(jobs, 'force-built')), built.output).toEqual({ 'force-build': 1 });
+  }, 300_000);
+});
+
+describe('--ek egress_proxy and lifetime_sec', () => {
+  it("egress_proxy=true: a wildcard allowlist runs on Docker, names matched at berth's proxy (a name off the list REFUSED by it); without it harbor refuses the wildcard before any trial", async () => {
+    await writeTask(join(root, 'tasks-proxy'), 'wildcard', {
+      image: 'berth-test/busybox:latest',
+      network: 'network_mode = "allowlist"\nallowed_hosts = ["*.wild.berth-harbor.test"]',
+      test: '#!/bin/sh\nmkdir -p /logs/verifier\nif nslookup -type=a off-list.berth-harbor.test 2>&1 | grep -q REFUSED; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n',
+    });
+    const jobs = join(root, 'jobs');
+    const proxied = await harborRun(join(root, 'tasks-proxy'), jobs, 'egress-proxy', { backend: 'docker', egress_proxy: true });
+    expect(outcomes(join(jobs, 'egress-proxy')), proxied.output).toEqual({ wildcard: 1 });
+    const plain = await harborRun(join(root, 'tasks-proxy'), jobs, 'no-egress-proxy', { backend: 'docker' });
+    // harbor's own check of what the plugin claims: the job stops before any trial.
+    expect(plain.code, plain.output).toBe(1);
+    expect(plain.output).toMatch(/wildcard hostnames is not/);
+  }, 300_000);
+
+  it("lifetime_sec caps each sandbox: a verifier running past it ends as berth's LifetimeExceeded (a task failure), not a hang", async () => {
+    await writeTask(join(root, 'tasks-lifetime'), 'outlives', {
+      image: 'berth-test/busybox:latest',
+      test: '#!/bin/sh\nsleep 50\nmkdir -p /logs/verifier\necho 1 > /logs/verifier/reward.txt\n',
+    });
+    const jobs = join(root, 'jobs');
+    const run = await harborRun(join(root, 'tasks-lifetime'), jobs, 'lifetime', { backend: 'docker', lifetime_sec: 8 });
+    const [trial] = [...trials(join(jobs, 'lifetime')).values()];
+    expect(trial?.exception_info?.exception_message, run.output).toMatch(/LifetimeExceeded|lifetime/);
   }, 300_000);
 });
 

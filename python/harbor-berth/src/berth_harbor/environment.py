@@ -157,6 +157,8 @@ class BerthEnvironment(BaseEnvironment):
         }
         if config.workdir:
             spec["workdir"] = config.workdir
+        if self._berth.lifetime_sec:
+            spec["timeouts"] = {"lifetimeMs": self._berth.lifetime_sec * 1000}
         return spec
 
     @_harbor_terms

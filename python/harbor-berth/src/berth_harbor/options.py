@@ -22,8 +22,10 @@ KEYS: dict[str, tuple[tuple[str, ...], str]] = {
     "berth": (BACKENDS, "the command that runs berth, e.g. 'node /opt/berth/bin/berth.js' (default: $BERTH_COMMAND, else the berth this package carries)"),
     "pool": (BACKENDS, "how many idle sandboxes to keep warm per task image, a whole number >= 0"),
     "pull_policy": (BACKENDS, "if-missing, always or never"),
+    "lifetime_sec": (BACKENDS, "a cap on each sandbox's life in seconds, a whole number > 0: past it the sandbox is removed and a command in flight ends as berth's LifetimeExceeded (berth's spec.timeouts.lifetimeMs)"),
     "mirrors": (BACKENDS, 'a JSON object of registry prefixes to mirrors, e.g. {"docker.io":"mirror.example/dockerhub"}'),
     "egress_image": (("docker",), "an image with iptables-restore, for allowlist tasks on hosts where berth cannot make its own (offline, a remote engine without Docker Hub): berth writes each such sandbox's packet filter with it (its Docker option egressImage)"),
+    "egress_proxy": (("docker",), "true: allowlist names and *.domain wildcards matched by name at berth's egress proxy (TLS server name, HTTP Host, DNS), only on ports 443 and 80; default false: names resolved by berth, every port of their addresses (its Docker option egressProxy)"),
     "kubeconfig": (("k8s",), "the kubeconfig file (default $KUBECONFIG, else ~/.kube/config)"),
     "context": (("k8s",), "a context of the kubeconfig"),
     "namespace": (("k8s",), "the namespace pods go into"),
@@ -44,12 +46,15 @@ class BerthOptions:
     backend: str = "docker"
     berth: str | None = None
     pool: int = 0
+    lifetime_sec: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
     build_repository: str | None = None
 
     @property
     def capabilities_key(self) -> str:
-        """Which entry of capabilities.json this configuration claims."""
+        """Which entry of capabilities.json this configuration claims (Docker's proxy matches wildcards too)."""
+        if self.backend == "docker" and self.options.get("egressProxy"):
+            return "docker-egress-proxy"
         return self.backend
 
     def initialize(self) -> dict[str, Any]:
@@ -100,6 +105,11 @@ def parse_options(given: dict[str, Any]) -> BerthOptions:
         if isinstance(pool, bool) or not isinstance(pool, int) or pool < 0:
             raise OptionError(f"--ek pool={pool!r}: {KEYS['pool'][1]}")
         out.pool = pool
+    if "lifetime_sec" in given:
+        lifetime = given["lifetime_sec"]
+        if isinstance(lifetime, bool) or not isinstance(lifetime, int) or lifetime <= 0:
+            raise OptionError(f"--ek lifetime_sec={lifetime!r}: {KEYS['lifetime_sec'][1]}")
+        out.lifetime_sec = lifetime
     opts = out.options
     if "pull_policy" in given:
         if given["pull_policy"] not in PULL_POLICIES:
@@ -112,6 +122,14 @@ def parse_options(given: dict[str, Any]) -> BerthOptions:
         opts["mirrors"] = [{"from": k, "to": v} for k, v in mirrors.items()]
     if backend == "docker" and "egress_image" in given:
         opts["egressImage"] = _text("egress_image", given["egress_image"])
+    if backend == "docker" and "egress_proxy" in given:
+        proxy = given["egress_proxy"]
+        # harbor passes --ek values as YAML would read them; a quoted one stays a string.
+        if proxy in ("true", "false"):
+            proxy = proxy == "true"
+        if not isinstance(proxy, bool):
+            raise OptionError(f"--ek egress_proxy={proxy!r}: true or false ({KEYS['egress_proxy'][1]})")
+        opts["egressProxy"] = proxy
     if backend == "k8s":
         kubeconfig = {k: _text(name, given[name]) for name, k in (("kubeconfig", "file"), ("context", "context")) if name in given}
         if kubeconfig:
@@ -148,6 +166,8 @@ def option_key(path: str | None) -> str | None:
         "options.kubeconfig": "kubeconfig",
         "options.pullPolicy": "pull_policy",
         "options.mirrors": "mirrors",
+        "options.egressProxy": "egress_proxy",
+        "options.egressImage": "egress_image",
         "options.networkPolicy.probe": "network_probe",
         "options.imagePullSecrets": "image_pull_secrets",
         "options.appName": "app",

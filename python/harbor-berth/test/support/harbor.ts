@@ -44,7 +44,7 @@ export function harborRun(
   path: string,
   jobsDir: string,
   jobName: string,
-  ek: Record<string, string>,
+  ek: Record<string, string | number | boolean>,
   opts: {
     args?: string[];
     /** Added to this process's environment (a value undefined removes the variable). */
@@ -114,17 +114,21 @@ export function jobResult(jobDir: string): { stats: { n_retries?: number; n_erro
 }
 
 /**
- * A one-off harbor task under `dir/name` (a prebuilt `image`, no network, the oracle's solve.sh a
+ * A one-off harbor task under `dir/name` (a prebuilt `image`, no network unless `network` says, the oracle's solve.sh a
  * no-op), with `test` as tests/test.sh and, when given, an environment/Dockerfile. Its dataset is `dir`.
  */
-export async function writeTask(dir: string, name: string, task: { image: string; test: string; dockerfile?: string }): Promise<void> {
+export async function writeTask(
+  dir: string,
+  name: string,
+  task: { image: string; test: string; dockerfile?: string /** task.toml's [environment] network lines; default no-network */; network?: string },
+): Promise<void> {
   const root = join(dir, name);
   await mkdir(join(root, 'tests'), { recursive: true });
   await mkdir(join(root, 'solution'), { recursive: true });
   await writeFile(join(root, 'instruction.md'), 'Nothing to do.\n');
   await writeFile(
     join(root, 'task.toml'),
-    `version = "1.0"\n\n[verifier]\ntimeout_sec = 60.0\n\n[agent]\ntimeout_sec = 60.0\n\n[environment]\ndocker_image = "${task.image}"\nnetwork_mode = "no-network"\n`,
+    `version = "1.0"\n\n[verifier]\ntimeout_sec = 60.0\n\n[agent]\ntimeout_sec = 60.0\n\n[environment]\ndocker_image = "${task.image}"\n${task.network ?? 'network_mode = "no-network"'}\n`,
   );
   await writeFile(join(root, 'solution', 'solve.sh'), '#!/bin/sh\ntrue\n');
   await writeFile(join(root, 'tests', 'test.sh'), task.test);
