@@ -1,5 +1,5 @@
 import Docker from 'dockerode';
-import { BerthError, ConfigError, isBuiltImage, type EnvironmentSpec } from '@berth/core';
+import { BerthError, ConfigError, isBuiltImage, type ImageSource } from '@berth/core';
 import {
   LABEL_MANAGED,
   LABEL_SNAPSHOT_OF,
@@ -19,6 +19,7 @@ import { checkBuild, checkGpus, checkImage } from './preflight.js';
 import { GpuSupport } from './gpu.js';
 import { imageMountsOf, LABEL_IMAGE_MOUNT } from './image-mounts.js';
 import { DockerSandbox, type DockerImageSource } from './sandbox.js';
+import { removeNetwork } from './services.js';
 import { BACKEND, IDENTITY } from './identity.js';
 import { CAPABILITIES, HINTS, RENAMED } from './capabilities.js';
 import { PROXY_ENFORCEMENT } from './egress-rules.js';
@@ -82,8 +83,7 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
   };
   const ctx = (operation: 'preflight' | 'sweep') => ({ operation, backend: BACKEND });
 
-  const imageSource = (spec: EnvironmentSpec): DockerImageSource => {
-    const image = spec.image;
+  const imageSource = (image: ImageSource): DockerImageSource => {
     if (isBuiltImage(image)) return { kind: 'build', build: image.build, builder: (builder ??= new DockerImageBuilder(docker(), options)) };
     return { kind: 'pull', ...resolvePull(image, options, { ...IDENTITY, operation: 'config' }) };
   };
@@ -109,7 +109,8 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
       const { socketPath, host, port, protocol } = options;
       return { module: new URL('../dist/guardian.js', import.meta.url), config: { socketPath, host, port, protocol } };
     },
-    transport: (id, spec) => new DockerSandbox(docker(), options, id, spec, imageSource(spec), gpus, removals, egress, imageMountsOf(spec, options)),
+    transport: (id, spec) =>
+      new DockerSandbox(docker(), options, id, spec, imageSource(spec.image), gpus, removals, egress, imageSource, imageMountsOf(spec, options)),
     async checkApi() {
       try {
         const version = await docker().version();
@@ -133,8 +134,11 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
       let containers: Docker.ContainerInfo[];
       let volumes: Docker.VolumeInspectInfo[];
       let snapshots: Docker.ImageInfo[];
+      let networks: Docker.NetworkInspectInfo[];
       try {
         containers = await docker().listContainers({ all: true, filters: { label: labels } });
+        // Services' networks (services.ts), after the containers on them.
+        networks = await docker().listNetworks({ filters: { label: labels } });
         // Snapshots (env.snapshot()), after the containers that may run from them.
         snapshots = await docker().listImages({ filters: { label: [...labels, LABEL_SNAPSHOT_OF] } });
         // Image mounts' volumes, after the containers that use them (removing a container frees its volumes).
@@ -163,6 +167,17 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
           }),
         ),
         ...volumeResources,
+        ...networks.map(
+          (network): ManagedResource => ({
+            name: `network/${network.Name}`,
+            id: network.Id,
+            labels: network.Labels ?? {},
+            ...(network.Created ? { createdAtMs: Date.parse(network.Created) } : {}),
+            // Removed with its containers, at once: while one is still going the engine says it has active endpoints.
+            remove: () => removeNetwork(docker(), network.Id),
+            failure: removalFailure,
+          }),
+        ),
         ...snapshots.map((image): ManagedResource => {
           // A snapshot removed while sandboxes used it is untagged ('<none>:<none>'), not gone: it is
           // removed by id once they are; while one still uses it (409) a later sweep takes it.

@@ -23,6 +23,7 @@ export const CAPABILITIES: Capabilities = {
   networkAllowlist: ALLOWLIST_ENFORCEMENT,
   // docker commit, paused; a local image swept like the containers.
   snapshot: true,
+  services: true,
   resourceLimits: { cpus: true, memory: true, storage: false },
 };
 

@@ -2,28 +2,29 @@ import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import {
   ConfigError,
+  ImageBuildError,
   ImagePullError,
+  ServiceStartError,
   isAllowlist,
   parseImageRef,
   type EnvironmentSpec,
-  type ImageBuild,
   type ImageRef,
+  type ImageSource,
   type NetworkMode,
   type Operation,
 } from '@berth/core';
 import {
   BUILD_REPOSITORY,
   keepAliveCommand,
-  notPresentNeverPull,
   refusedBeforeSending,
-  resolvePullCredential,
+  startServices,
   throwIfAborted,
   type ArchiveTransport,
   type CreateContext,
   type CreateOutcome,
   type CreationLimiter,
   type ProcessRequest,
-  type ResolvedPull,
+  type ResolvedAllowlist,
   type SandboxProcess,
   type SandboxStatus,
   type SandboxTransport,
@@ -33,9 +34,7 @@ import {
 import { mapDaemonError, mapEnvironmentError, startRefusal, statusOf, dockerMessage } from './docker-errors.js';
 import { spawnDockerProcess } from './exec-process.js';
 import { archivePath, getArchive, plainAddress } from './archive-get.js';
-import type { DockerImageBuilder } from './build.js';
 import type { DockerBackendOptions } from './options.js';
-import { dockerAuthConfig, imagePresent, pullImage } from './pull.js';
 import { gpuDeviceRequests, type GpuSupport } from './gpu.js';
 import { ImageMountVolumes, type DockerImageMount } from './image-mounts.js';
 import { commitSnapshot } from './snapshot.js';
@@ -43,10 +42,13 @@ import { bridgeRefusal, publicNetworkName } from './bridge-limits.js';
 import type { BridgeProxy } from './bridge-proxy.js';
 import type { EgressImage } from './egress-image.js';
 import { SandboxEgress } from './sandbox-egress.js';
-import { BACKEND, IDENTITY } from './identity.js';
+import { DockerServices } from './services.js';
+import { ensurePulled, supplyImage } from './image-supply.js';
+import { BACKEND } from './identity.js';
 
 /** Where a sandbox's image comes from: a pull (resolvePull's) or a build. */
-export type DockerImageSource = ({ kind: 'pull' } & ResolvedPull) | { kind: 'build'; build: ImageBuild; builder: DockerImageBuilder };
+export type { DockerImageSource } from './image-supply.js';
+import type { DockerImageSource } from './image-supply.js';
 
 /** One container, as the kit's transport: named after the environment id, so it can be found before create returns. */
 export class DockerSandbox implements SandboxTransport {
@@ -62,6 +64,8 @@ export class DockerSandbox implements SandboxTransport {
   readonly #imageMounts: ImageMountVolumes;
   /** The packet filter of an allowlist (egress-rules.ts). */
   readonly #egress: SandboxEgress;
+  /** spec.services: their containers and the network the sandbox shares with them (services.ts). */
+  readonly #services: DockerServices;
   /** The backend instance's queue for container removals (engine-limits.ts says why). */
   readonly #removals: CreationLimiter;
   /** What the container runs: the pulled reference, or the build's tag once built. */
@@ -78,6 +82,8 @@ export class DockerSandbox implements SandboxTransport {
     gpus: GpuSupport,
     removals: CreationLimiter,
     egress: { image: EgressImage; proxy: BridgeProxy },
+    /** Where a service's image comes from (the same rules as the sandbox's own). */
+    sourceOf: (image: ImageSource) => DockerImageSource,
     imageMounts: readonly DockerImageMount[] = [],
   ) {
     this.#docker = docker;
@@ -89,6 +95,7 @@ export class DockerSandbox implements SandboxTransport {
     this.#removals = removals;
     this.#imageMounts = new ImageMountVolumes(docker, id, imageMounts);
     this.#egress = new SandboxEgress(docker, id, options, egress.image, egress.proxy);
+    this.#services = new DockerServices(docker, options, id, spec, sourceOf);
     this.#image = source.kind === 'pull' ? source.image : parseImageRef(BUILD_REPOSITORY);
     const container = () => this.#container;
     this.archive = {
@@ -132,51 +139,14 @@ export class DockerSandbox implements SandboxTransport {
   }
 
   async #ensureImage(ctx: CreateContext): Promise<void> {
-    const source = this.#source;
-    if (source.kind === 'build') {
-      const tag = await source.builder.ensure({
-        ...this.#ctx('build'),
-        build: source.build,
-        signal: ctx.signal,
-        onBuilding: () => ctx.progress({ phase: 'building', status: `building the image from ${source.build.context}` }),
-        onProgress: (build) => ctx.progress({ build, status: build.step ?? build.line }),
-      });
-      this.#image = parseImageRef(tag);
-      return;
-    }
-    await this.#ensurePulled(source, ctx);
-  }
-
-  /** Pull an image (the task's or an image mount's, each with its own credentials) as the pull policy says. */
-  async #ensurePulled({ image, auth, policy }: ResolvedPull, ctx: CreateContext): Promise<void> {
-    if (policy !== 'always' && (await imagePresent(this.#docker, image, this.#ctx('pull')))) return;
-    if (policy === 'never') throw notPresentNeverPull(image.original, this.#ctx('pull'));
-    ctx.progress({ phase: 'pulling', status: `pulling ${image.original}` });
-    const credential = await resolvePullCredential(image, auth, this.#options, { ...this.#ctx('pull'), factory: IDENTITY.factory });
-    await pullImage(this.#docker, image, dockerAuthConfig(credential), {
-      ...this.#ctx('pull'),
-      signal: ctx.signal,
-      onProgress: (p) => {
-        const share = p.total ? `: ${p.status} ${Math.round(((p.current ?? 0) / p.total) * 100)}%` : '';
-        ctx.progress({ pull: p, ...(share ? { status: `pulling ${image.original}${share}` } : {}) });
-      },
-    });
-    // A pull cut short by the daemon can "finish" without the image: check.
-    if (!(await imagePresent(this.#docker, image, this.#ctx('pull')))) {
-      throw new ImagePullError({
-        ...this.#ctx('pull'),
-        image: image.original,
-        reason: 'transient',
-        message: `pull of ${image.original} ended without the image being present`,
-      });
-    }
+    this.#image = await supplyImage(this.#docker, this.#options, this.#source, this.#id, ctx);
   }
 
   /** Image mounts: their images pulled, each copied into its volume before the sandbox is made. */
   async #fillImageMounts(ctx: CreateContext): Promise<void> {
     const mounts = this.#imageMounts.mounts;
     if (mounts.length === 0) return;
-    for (const mount of mounts) await this.#ensurePulled(mount, ctx);
+    for (const mount of mounts) await ensurePulled(this.#docker, this.#options, mount, this.#id, ctx);
     ctx.progress({ phase: 'starting', status: `copying ${mounts.length} image mount(s)` });
     try {
       await this.#imageMounts.fill(ctx.labels, ctx.signal, this.#ctx('start'));
@@ -196,6 +166,9 @@ export class DockerSandbox implements SandboxTransport {
     const resolved = allowlist ? await this.#egress.resolve(allowlist) : undefined;
     const offline = this.#spec.network === 'none' || allowlist !== undefined;
     const network = networkSwitch || allowlist ? 'public' : this.#spec.network;
+    // With services the sandbox is made on their network (as 'main') and joins the bridge besides.
+    const group = this.#services.any ? this.#services.network : undefined;
+    if (group) await this.#services.createNetwork(ctx.labels, ctx);
     // Mounts, not Binds: Binds silently creates a missing host path as an empty directory.
     const binds: Docker.MountSettings[] = mounts
       .filter((m) => m.type === 'bind')
@@ -212,7 +185,13 @@ export class DockerSandbox implements SandboxTransport {
         Labels: { ...ctx.labels },
         HostConfig: {
           Init: this.#options.init ?? false,
-          ...(network === 'none' ? { NetworkMode: 'none' } : this.#options.publicNetwork ? { NetworkMode: this.#options.publicNetwork } : {}),
+          ...(group
+            ? { NetworkMode: group }
+            : network === 'none'
+              ? { NetworkMode: 'none' }
+              : this.#options.publicNetwork
+                ? { NetworkMode: this.#options.publicNetwork }
+                : {}),
           ...(resources.cpus ? { NanoCpus: Math.round(resources.cpus * 1e9) } : {}),
           ...(resources.memoryMb ? { Memory: resources.memoryMb * 1024 * 1024 } : {}),
           ...(resources.gpus ? { DeviceRequests: gpuDeviceRequests(resources.gpus) } : {}),
@@ -220,10 +199,12 @@ export class DockerSandbox implements SandboxTransport {
           // The allowlist's filter is IPv4's: a sandbox that may get one has no IPv6 to slip out by.
           ...(allowlist || networkSwitch ? { Sysctls: { 'net.ipv6.conf.all.disable_ipv6': '1' } } : {}),
         },
-        ...(network === 'none' ? { NetworkDisabled: true } : {}),
+        ...(network === 'none' && !group ? { NetworkDisabled: true } : {}),
+        ...(group ? { NetworkingConfig: { EndpointsConfig: { [group]: { Aliases: ['main'] } } } } : {}),
       });
       ctx.progress({ reached: 'accepted' });
-      if ((networkSwitch || allowlist) && offline) await this.#bridge('none');
+      if (group && network === 'public' && !offline) await this.#bridge('public');
+      if (!group && (networkSwitch || allowlist) && offline) await this.#bridge('none');
       throwIfAborted(ctx.signal, this.#ctx('start'));
       await this.#container.start();
       throwIfAborted(ctx.signal, this.#ctx('start'));
@@ -240,13 +221,23 @@ export class DockerSandbox implements SandboxTransport {
         });
       }
       ctx.progress({ reached: 'running' });
+      if (group) {
+        await startServices(this.#spec.services, this.#services, {
+          backend: BACKEND,
+          environmentId: this.#id,
+          signal: ctx.signal,
+          status: (status) => ctx.progress({ status }),
+        });
+        await this.#writeServiceHosts();
+      }
       if (allowlist) {
         ctx.progress({ status: `writing the allowlist's packet filter (${allowlist.allow.length} entries) into the sandbox` });
         if (!resolved) throw new Error('unreachable: an allowlist is resolved before its container is made');
-        await this.#egress.allow(allowlist, resolved, () => this.#bridge('public'));
+        await this.#egress.allow(allowlist, await this.#withServices(resolved), () => this.#join());
         ctx.progress({ reached: 'network' });
       }
     } catch (error) {
+      if (ServiceStartError.isInstance(error) || ImagePullError.isInstance(error) || ImageBuildError.isInstance(error)) throw error;
       // Deterministic refusals first: the engine reports some of them as 500s.
       throw (
         startRefusal(error, this.#ctx('start'), this.#image.original) ??
@@ -271,7 +262,35 @@ export class DockerSandbox implements SandboxTransport {
   }
 
   createOutcome(): CreateOutcome {
-    return this.#outcome === 'not-attempted' && this.#imageMounts.made ? 'unknown' : this.#outcome;
+    // Image mounts' volumes and the services' network made before the container are the sandbox's too.
+    return this.#outcome === 'not-attempted' && (this.#imageMounts.made || this.#services.any) ? 'unknown' : this.#outcome;
+  }
+
+  /** An allowlist's blocks, with the services' network let out too (the sandbox reaches its services under any network). */
+  async #withServices(resolved: ResolvedAllowlist): Promise<ResolvedAllowlist> {
+    if (!this.#services.any) return resolved;
+    return { ...resolved, blocks: [...resolved.blocks, await this.#services.subnet()] };
+  }
+
+  /** The sandbox's /etc/hosts names its services' addresses (the engine rewrites the file at every join). */
+  async #writeServiceHosts(): Promise<void> {
+    const argv = await this.#services.hostsCommand();
+    const exec = await this.#container.exec({ Cmd: argv, User: '0', AttachStdout: true, AttachStderr: true });
+    const stream = await exec.start({});
+    for await (const _ of stream);
+    const { ExitCode } = await exec.inspect();
+    if (ExitCode !== 0)
+      throw new ConfigError({
+        ...this.#ctx('start'),
+        path: 'spec.image',
+        message: `the services' addresses could not be written into the sandbox's /etc/hosts (exit ${ExitCode}): berth needs /bin/sh in the image`,
+      });
+  }
+
+  /** Joins the public bridge; with services, their hosts lines written again after the engine's rewrite. */
+  async #join(): Promise<void> {
+    await this.#bridge('public');
+    if (this.#services.any) await this.#writeServiceHosts();
   }
 
   async inspect(): Promise<SandboxStatus> {
@@ -282,7 +301,11 @@ export class DockerSandbox implements SandboxTransport {
       if (statusOf(error) === 404) return { running: false, reason: 'removed' };
       throw error;
     }
-    if (state.Running && !state.Paused && !state.Restarting) return { running: true };
+    if (state.Running && !state.Paused && !state.Restarting) {
+      // A service that ended is the sandbox's loss too: its commands' world is not whole.
+      const service = await this.#services.lost();
+      return service ? { running: false, reason: service } : { running: true };
+    }
     const reason = state.OOMKilled ? 'OOMKilled' : `${state.Status} (exit ${state.ExitCode})`;
     return { running: false, reason, lifetimeExpired: this.#endedByLifetime(state) };
   }
@@ -306,6 +329,7 @@ export class DockerSandbox implements SandboxTransport {
         throw mapDaemonError(error, this.#ctx('teardown')) ?? error;
     }
     try {
+      await this.#services.remove();
       await this.#imageMounts.remove();
     } catch (error) {
       throw mapDaemonError(error, this.#ctx('teardown')) ?? error;
@@ -318,10 +342,10 @@ export class DockerSandbox implements SandboxTransport {
    * then joins it. 'public' after an allowlist empties the filter first.
    */
   async setNetwork(mode: NetworkMode): Promise<void> {
-    if (isAllowlist(mode)) return this.#egress.allow(mode, await this.#egress.resolve(mode), () => this.#bridge('public'));
+    if (isAllowlist(mode)) return this.#egress.allow(mode, await this.#withServices(await this.#egress.resolve(mode)), () => this.#join());
     if (mode === 'public') await this.#egress.open();
     else await this.#egress.stop();
-    return this.#bridge(mode);
+    return mode === 'public' ? this.#join() : this.#bridge(mode);
   }
 
   async #bridge(mode: 'public' | 'none'): Promise<void> {

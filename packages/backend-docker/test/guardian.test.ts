@@ -31,6 +31,11 @@ afterAll(async () => {
         .getContainer(info.Id)
         .remove({ force: true })
         .catch(() => undefined);
+    for (const network of await docker.listNetworks({ filters: { label: [`berth.test-guardian=${tag}`] } }))
+      await docker
+        .getNetwork(network.Id)
+        .remove()
+        .catch(() => undefined);
   }
 });
 
@@ -74,6 +79,22 @@ describe('docker guardian', () => {
     child.proc.kill('SIGKILL');
     expect(await child.exited).toBe('SIGKILL');
     expect(await goneWithin(() => containers(tag), 30_000)).toBeDefined();
+  }, 90_000);
+
+  it("a killed process's sandboxes with services go whole: their service containers and their networks, none left within 30 s", async () => {
+    const services = {
+      db: { image: 'berth-test/busybox:latest', command: ['sleep', '100000'] },
+      api: { image: 'berth-test/busybox:latest', command: ['sleep', '100000'] },
+    };
+    const { tag, child } = run(2, { GUARDIAN_CHILD_SPEC: JSON.stringify({ services }) });
+    await child.ready;
+    // The labels the spec gave the sandbox are its services' and its network's too.
+    const networks = async () => (await docker.listNetworks({ filters: { label: [`berth.test-guardian=${tag}`] } })).length;
+    expect(await containers(tag)).toBe(6);
+    expect(await networks()).toBe(2);
+    child.proc.kill('SIGKILL');
+    expect(await child.exited).toBe('SIGKILL');
+    expect(await goneWithin(async () => (await containers(tag)) + (await networks()), 30_000)).toBeDefined();
   }, 90_000);
 
   it('a process killed in the middle of its starts (creates in flight) leaves nothing within 30 s', async () => {

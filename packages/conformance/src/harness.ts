@@ -130,6 +130,8 @@ export class Harness {
     switch (need) {
       case 'faults.kill':
         return typeof faults?.kill === 'function';
+      case 'faults.killService':
+        return typeof faults?.killService === 'function';
       case 'faults.forgetImage':
         return typeof faults?.forgetImage === 'function';
       case 'faults.listLeftovers':

@@ -9,6 +9,11 @@ export interface ConformanceFaults {
    * the pod gone), so a case never has to guess how long the engine takes to notice.
    */
   kill?: (env: Pick<Environment, 'id'>) => Promise<void>;
+  /**
+   * Make one of the sandbox's services (spec.services) die from outside, as `kill` does the
+   * sandbox; resolves once the engine says it is no longer running.
+   */
+  killService?: (env: Pick<Environment, 'id'>, service: string) => Promise<void>;
   /** Remove a cached image so that the next start really pulls it. Must not fail if it is absent. */
   forgetImage?: (ref: string) => Promise<void>;
   /** Remove what building this context left behind (its image, its cached layers). Must not fail if there is nothing. */
@@ -119,4 +124,4 @@ export interface ConformanceOptions {
 }
 
 /** What a case needs beyond the basic image; a case whose needs are not met is skipped, visibly. */
-export type CaseNeed = 'faults.kill' | 'faults.forgetImage' | 'faults.listLeftovers' | 'images.private' | 'images.missing';
+export type CaseNeed = 'faults.kill' | 'faults.killService' | 'faults.forgetImage' | 'faults.listLeftovers' | 'images.private' | 'images.missing';

@@ -10,6 +10,7 @@ type Requirement = readonly [claimed: (c: Capabilities) => boolean, what: string
 const TTY: Requirement = [(c) => c.tty, 'tty', 'tty'];
 const USER: Requirement = [(c) => c.execUser, 'execUser', 'execUser'];
 const BUILD: Requirement = [(c) => c.imageBuild, 'imageBuild', 'imageBuild'];
+const SERVICES: Requirement = [(c) => c.services, 'services', 'services'];
 const IMAGE_MOUNTS: Requirement = [(c) => c.mounts.includes('image'), 'image mounts', 'mounts.image'];
 
 /** Case id → the capability it needs. A case not listed here needs none (or says why itself). */
@@ -39,6 +40,11 @@ export const CASE_REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'image.build': BUILD,
   'image.build-step-fails': BUILD,
   'snapshot.roundtrip': [(c) => c.snapshot, 'snapshot', 'snapshot'],
+  'services.reachable': SERVICES,
+  'services.order': SERVICES,
+  'services.start-failures': SERVICES,
+  'services.lost': SERVICES,
+  'services.network-none': SERVICES,
 };
 
 /** Why a backend with these capabilities cannot run this case (its hint, when it has one), or undefined. */

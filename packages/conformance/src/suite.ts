@@ -14,6 +14,7 @@ import { lostCases } from './cases/lost.js';
 import { mountCases } from './cases/mounts.js';
 import { poolCases } from './cases/pool.js';
 import { snapshotCases } from './cases/snapshot.js';
+import { serviceCases } from './cases/services.js';
 import { transferCases } from './cases/transfer.js';
 import { transferAbortCases } from './cases/transfer-abort.js';
 import { describeError, Harness } from './harness.js';
@@ -50,6 +51,7 @@ export function describeBackendConformance(options: ConformanceOptions): void {
     errorCases(h);
     poolCases(h);
     snapshotCases(h);
+    serviceCases(h);
 
     describe('cleanup', () => {
       h.defineCase({

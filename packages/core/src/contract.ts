@@ -254,6 +254,8 @@ export interface Capabilities {
   imageBuild: boolean;
   /** Can it save a running sandbox's filesystem as an image (`Environment.snapshot`)? */
   snapshot: boolean;
+  /** Can it run spec.services beside the sandbox (a compose file's other services), reached by name? */
+  services: boolean;
   /** Does the engine enforce resources.cpus / memoryMb / storageMb? */
   resourceLimits: { cpus: boolean; memory: boolean; storage: boolean };
 }
@@ -332,7 +334,8 @@ export type CapabilityHints = Partial<
     | 'mounts.bind'
     | 'imageBuild'
     | 'imageAuth'
-    | 'snapshot',
+    | 'snapshot'
+    | 'services',
     Hint
   >
 >;

@@ -73,6 +73,17 @@ export {
   type Resources,
 } from './spec.js';
 export {
+  SERVICE_NAME,
+  ServiceSchema,
+  ServicesSchema,
+  ServiceHealthcheckSchema,
+  oneShots,
+  type Service,
+  type ServiceInput,
+  type ServiceCondition,
+  type ServiceHealthcheck,
+} from './services.js';
+export {
   BackendAuthError,
   BackendUnavailableError,
   BerthError,
@@ -85,6 +96,8 @@ export {
   ImagePullError,
   SandboxLostError,
   StartupTimeoutError,
+  ServiceStartError,
+  type ServiceStartReason,
   TaskDefinitionError,
   TaskFailure,
   TransferError,

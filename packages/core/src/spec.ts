@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { ImageBuildSchema, type ImageBuild } from './build-spec.js';
 import { ImageAuthSchema, type ImageAuth } from './image-auth.js';
 import { ConfigError } from './errors.js';
 import { registerSecret } from './redact.js';
@@ -7,25 +6,18 @@ import { NetworkAllowlistSchema } from './network-allowlist.js';
 
 export { ImageAuthSchema, type ImageAuth };
 
-/** An image pulled by reference: a string, or `{ ref, auth? }`. */
-export const PulledImageInputSchema = z.union([
-  z.string().min(1, 'image reference is empty'),
-  z.strictObject({ ref: z.string().min(1, 'image reference is empty'), auth: ImageAuthSchema.optional() }),
-]);
-export type PulledImageInput = z.infer<typeof PulledImageInputSchema>;
-
-/** What runs: an image pulled by reference, or `{ build: { context, dockerfile?, ... } }`. */
-export const ImageInputSchema = z.union([PulledImageInputSchema, z.strictObject({ build: ImageBuildSchema })]);
-export type ImageInput = z.input<typeof ImageInputSchema>;
-
-/** An image as a validated spec holds it. */
-export type PulledImage = { ref: string; auth?: ImageAuth };
-export type BuiltImage = { build: ImageBuild };
-export type ImageSource = PulledImage | BuiltImage;
-
-export function isBuiltImage(image: ImageSource): image is BuiltImage {
-  return 'build' in image;
-}
+export {
+  PulledImageInputSchema,
+  ImageInputSchema,
+  isBuiltImage,
+  type PulledImageInput,
+  type ImageInput,
+  type PulledImage,
+  type BuiltImage,
+  type ImageSource,
+} from './image-input.js';
+import { ImageInputSchema, PulledImageInputSchema, type ImageSource } from './image-input.js';
+import { ServicesSchema, servicesProblem, type Service } from './services.js';
 
 const absolutePath = z
   .string()
@@ -107,15 +99,18 @@ export const EnvironmentSpecSchema = z.strictObject({
   timeouts: TimeoutsSchema.default({}),
   labels: z.record(labelKey, z.string().max(63)).default({}),
   mounts: z.array(MountSchema).default([]),
+  /** Containers beside the sandbox that it reaches by name (see services.ts): a compose file's other services. */
+  services: ServicesSchema.default({}),
 });
 
 /** What callers pass: defaults may be left out. */
 export type EnvironmentSpecInput = z.input<typeof EnvironmentSpecSchema>;
 
 /** A validated spec: defaults filled in, the image always as `{ ref, auth? }` or `{ build }`. */
-export type EnvironmentSpec = Omit<z.output<typeof EnvironmentSpecSchema>, 'image' | 'mounts'> & {
+export type EnvironmentSpec = Omit<z.output<typeof EnvironmentSpecSchema>, 'image' | 'mounts' | 'services'> & {
   image: ImageSource;
   mounts: Mount[];
+  services: Record<string, Service>;
 };
 
 export const DEFAULT_STARTUP_MS = 10 * 60_000;
@@ -180,6 +175,8 @@ function describeIssue(issue: z.core.$ZodIssue, input: unknown): { path: string;
   const image = input !== null && typeof input === 'object' ? (input as Record<string, unknown>).image : undefined;
   if (issue.path[0] === 'image' && issue.path[1] === 'build') return { path: at, message: `${at} ${issue.message}` };
   if (issue.path[0] === 'network') return networkIssue(issue, input);
+  // A record's key (a service's name, an env name) refused: the key's own rule says why.
+  if (issue.code === 'invalid_key') return { path: at, message: `${at}: ${issue.issues[0]?.message ?? issue.message}` };
   if (issue.path.join('.') !== 'image') return { path: at, message: `${at}: ${issue.message}` };
   if (image === undefined) {
     return {
@@ -243,9 +240,19 @@ export function parseEnvironmentSpec(input: unknown, context: { backend?: string
     // zod's words and ours name fields and types, never values: no secret can ride along.
     throw fail(issues[0]?.path ?? 'spec', issues.map((i) => i.message).join('; '), result.error);
   }
-  const { image, ...rest } = result.data;
+  const { image, services, ...rest } = result.data;
   const normalised: ImageSource = typeof image === 'string' ? { ref: image } : image;
   if ('auth' in normalised && normalised.auth) hideSecrets(normalised.auth);
+  const servicesWrong = servicesProblem(services);
+  if (servicesWrong) throw fail(servicesWrong.path, servicesWrong.message);
+  const normalisedServices: Record<string, Service> = {};
+  for (const [name, service] of Object.entries(services)) {
+    const own: ImageSource = typeof service.image === 'string' ? { ref: service.image } : service.image;
+    if ('auth' in own && own.auth) hideSecrets(own.auth);
+    const problem = envSizeProblem(service.env, `spec.services.${name}.env`);
+    if (problem) throw fail(problem.path, problem.message);
+    normalisedServices[name] = { ...service, image: own };
+  }
   const envProblem = envSizeProblem(rest.env, 'spec.env');
   if (envProblem) throw fail(envProblem.path, envProblem.message);
   const { gpus, gpuTypes } = rest.resources;
@@ -255,5 +262,5 @@ export function parseEnvironmentSpec(input: unknown, context: { backend?: string
       `spec.resources.gpuTypes (${gpuTypes.join(', ')}) says which GPUs, but resources.gpus asks for none: set resources.gpus to how many GPUs the sandbox needs, or leave gpuTypes out`,
     );
   }
-  return { ...rest, image: normalised } as EnvironmentSpec;
+  return { ...rest, image: normalised, services: normalisedServices } as EnvironmentSpec;
 }

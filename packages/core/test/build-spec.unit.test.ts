@@ -72,6 +72,7 @@ describe('spec: image { build }', () => {
       tty: false,
       resourceLimits: { cpus: true, memory: true, storage: false },
       snapshot: false,
+      services: false,
     };
     const refuse = (input: unknown) => {
       try {

@@ -23,6 +23,7 @@ const CAPABILITIES: Capabilities = {
   tty: false,
   resourceLimits: { cpus: true, memory: true, storage: false },
   snapshot: false,
+  services: false,
 };
 
 function definition(over: Partial<BackendDefinition> = {}): BackendDefinition {

@@ -181,6 +181,7 @@ describe('capability refusals', () => {
     execUser: false,
     tty: false,
     snapshot: false,
+    services: false,
   } satisfies Capabilities;
   it.each([
     ['gpus', { resources: { gpus: 1 } }],

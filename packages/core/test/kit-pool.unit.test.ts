@@ -22,6 +22,7 @@ const CAPABILITIES: Capabilities = {
   tty: false,
   resourceLimits: { cpus: false, memory: false, storage: false },
   snapshot: false,
+  services: false,
 };
 
 /** Sandboxes as an engine would hold them: made, removed, and the spec each was made with. */

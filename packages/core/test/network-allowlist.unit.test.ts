@@ -103,6 +103,7 @@ const caps = (networkAllowlist: AllowlistEnforcement | false): Capabilities => (
   tty: false,
   imageBuild: false,
   snapshot: false,
+  services: false,
   resourceLimits: { cpus: false, memory: false, storage: false },
 });
 

@@ -23,6 +23,7 @@ const CAPABILITIES: Capabilities = {
   execUser: true,
   tty: false,
   snapshot: false,
+  services: false,
   resourceLimits: { cpus: true, memory: true, storage: false },
 };
 

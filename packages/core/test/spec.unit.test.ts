@@ -14,6 +14,7 @@ describe('parseEnvironmentSpec', () => {
       timeouts: {},
       labels: {},
       mounts: [],
+      services: {},
     });
   });
 

@@ -55,6 +55,12 @@ export const dockerConformance: ConformanceOptions = {
       // Until the engine says it stopped (the contract of faults.kill).
       await container.wait({ condition: 'not-running' });
     },
+    // A service's container is named <sandbox>-<service> (services.ts).
+    killService: async (env, service) => {
+      const container = docker.getContainer(`${env.id}-${service}`);
+      await container.kill();
+      await container.wait({ condition: 'not-running' });
+    },
     forgetImage: async (ref) => {
       try {
         await docker.getImage(ref).remove({ force: true });
@@ -85,7 +91,9 @@ export const dockerConformance: ConformanceOptions = {
         all: true,
         filters: { label: [`berth.session=${SESSION_ID}`, `berth.owner-pid=${process.pid}`] },
       });
-      return containers.map((c) => c.Names[0]?.replace(/^\//, '') ?? c.Id);
+      // And the services' networks (services.ts), labelled the same.
+      const networks = await docker.listNetworks({ filters: { label: [`berth.session=${SESSION_ID}`, `berth.owner-pid=${process.pid}`] } });
+      return [...containers.map((c) => c.Names[0]?.replace(/^\//, '') ?? c.Id), ...networks.map((n) => `network/${n.Name}`)];
     },
   },
 };

@@ -94,3 +94,44 @@ export class StartupTimeoutError extends BerthError {
     return { timeoutMs: this.timeoutMs, lastStatus: this.lastStatus ?? null };
   }
 }
+
+/**
+ * Why a service (spec.services) did not come up: it never passed its healthcheck ('unhealthy'),
+ * its process ended before it was up, or a one-shot ended other than 0 ('exited'), or it was
+ * killed for memory ('oom'). A process that exits by itself before it is up does so every time:
+ * permanent. A healthcheck that never passed (like the sandbox's own, a StartupTimeoutError) and
+ * memory may go another way on a less loaded machine: transient.
+ */
+export type ServiceStartReason = 'unhealthy' | 'exited' | 'oom';
+
+const serviceStart = Symbol.for('berth.error.ServiceStartError');
+/** A service of the sandbox did not come up; names it, with its last log lines. Pull and build failures of its image are ImagePullError / ImageBuildError. */
+export class ServiceStartError extends BerthError {
+  private readonly [serviceStart] = true;
+  readonly type = 'ServiceStartError';
+  readonly service: string;
+  readonly reason: ServiceStartReason;
+  /** Whether the last probe of an unhealthy service timed out (rather than failed). */
+  readonly timedOut: boolean;
+  /** The service's last log lines (secrets redacted when serialised). */
+  readonly logTail: string;
+  constructor(options: BerthErrorOptions & { service: string; reason: ServiceStartReason; timedOut?: boolean; logTail?: string }) {
+    super({ operation: 'start', ...options });
+    this.service = options.service;
+    this.reason = options.reason;
+    this.timedOut = options.timedOut ?? false;
+    this.logTail = options.logTail ?? '';
+  }
+  get category(): FailureCategory {
+    return this.reason === 'exited' ? 'permanent_infra' : 'transient_infra';
+  }
+  get retryable(): boolean {
+    return this.category === 'transient_infra';
+  }
+  static override isInstance(e: unknown): e is ServiceStartError {
+    return hasMarker(e, serviceStart);
+  }
+  protected override details() {
+    return { service: this.service, reason: this.reason, timedOut: this.timedOut, logTail: redactSecrets(this.logTail) };
+  }
+}

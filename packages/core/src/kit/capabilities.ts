@@ -70,6 +70,14 @@ export function assertSupported(spec: EnvironmentSpec, capabilities: Capabilitie
   if (spec.resources.storageMb !== undefined && !capabilities.resourceLimits.storage) {
     throw refuse('resources.storage', 'cannot limit storage (resources.storageMb)', 'leave it unset for this backend');
   }
+  const services = Object.keys(spec.services);
+  if (services.length > 0 && !capabilities.services) {
+    throw refuse(
+      'services',
+      `cannot run services beside the sandbox (spec.services: ${services.join(', ')})`,
+      'fold the services into the image, or run the task on a backend that runs services',
+    );
+  }
   for (const mount of spec.mounts) {
     if (!capabilities.mounts.includes(mount.type)) {
       throw refuse(`mounts.${mount.type}`, `cannot make ${mount.type} mounts (${mount.target})`, 'remove the mount or use a backend that supports it');

@@ -347,10 +347,11 @@ export class SandboxEnvironment implements Environment {
       throw await this.#health.mapError(error, 'exec');
     }
     if (this.#closed) throw this.#interruptedByTeardown('exec');
-    const failed = outcome.result.exitCode !== 0 && this.#transport.replaceable === true;
+    // A failed command in a sandbox that can be replaced under its name (was it still the same
+    // one?), or one with services (did one of them end under it?): asked once.
+    const failed = outcome.result.exitCode !== 0 && (this.#transport.replaceable === true || Object.keys(this.spec.services).length > 0);
     if (outcome.suspicious || outcome.cancelled || failed) {
       // Killed by a signal from outside (137/143) or cut off: give the backend a moment to agree.
-      // A failed command in a sandbox that can be replaced under its name: was it still the same one?
       const code = outcome.result.exitCode;
       const settle = outcome.exitUnknown ? UNKNOWN_EXIT_SETTLE_MS : code === 137 || code === 143 || code < 0 ? LOSS_SETTLE_MS : 0;
       const lost = await this.#health.checkAlive('exec', settle);
