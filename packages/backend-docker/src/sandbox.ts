@@ -222,12 +222,17 @@ export class DockerSandbox implements SandboxTransport {
       }
       ctx.progress({ reached: 'running' });
       if (group) {
-        await startServices(this.#spec.services, this.#services, {
-          backend: BACKEND,
-          environmentId: this.#id,
-          signal: ctx.signal,
-          status: (status) => ctx.progress({ status }),
-        });
+        await startServices(
+          this.#spec.services,
+          this.#services,
+          {
+            backend: BACKEND,
+            environmentId: this.#id,
+            signal: ctx.signal,
+            status: (status) => ctx.progress({ status }),
+          },
+          this.#spec.dependsOn,
+        );
         await this.#writeServiceHosts();
       }
       if (allowlist) {

@@ -35,7 +35,7 @@ export class DockerServices implements ServiceEngine {
     this.#id = id;
     this.#spec = spec;
     this.#sourceOf = sourceOf;
-    this.#completes = oneShots(spec.services);
+    this.#completes = oneShots(spec.services, spec.dependsOn);
   }
 
   get any(): boolean {

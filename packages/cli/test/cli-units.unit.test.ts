@@ -45,10 +45,10 @@ describe('--filter globs', () => {
         { id: 'b-1', kind: 'pass' },
         { id: 'c-1', kind: 'pass' },
       ]);
-      // A multi-container task berth refuses, and a folder of shared scripts that is no task at all.
+      // A compose task berth refuses (a key it does not run), and a folder of shared scripts that is no task at all.
       await writeDataset(root, [{ id: 'compose-1', kind: 'pass' }]);
       await mkdir(join(root, 'compose-1', 'environment'), { recursive: true });
-      await writeFile(join(root, 'compose-1', 'environment', 'docker-compose.yaml'), 'services: {}\n');
+      await writeFile(join(root, 'compose-1', 'environment', 'docker-compose.yaml'), 'services:\n  db:\n    image: x\n    privileged: true\n');
       await mkdir(join(root, 'shared'));
       expect((await loadSelected(root, ['a-*', 'c-*'])).map((t) => t.id)).toEqual(['a-1', 'c-1']);
       // Without a filter every task is read, and the two that are not runnable say so.

@@ -79,7 +79,16 @@ export type ServiceInput = z.input<typeof ServiceSchema>;
  * service that is not there, a cycle, a name or alias given twice, 'completed' on a service that
  * has a healthcheck to wait for instead, 'healthy' on one without a healthcheck.
  */
-export function servicesProblem(services: Readonly<Record<string, z.output<typeof ServiceSchema>>>): { path: string; message: string } | undefined {
+export function servicesProblem(
+  services: Readonly<Record<string, z.output<typeof ServiceSchema>>>,
+  sandboxDependsOn: Readonly<Record<string, ServiceCondition>> = {},
+): { path: string; message: string } | undefined {
+  for (const [dep, condition] of Object.entries(sandboxDependsOn)) {
+    const at = `spec.dependsOn.${dep}`;
+    if (!(dep in services)) return { path: at, message: `${at}: there is no service "${dep}" in spec.services` };
+    if (condition === 'healthy' && !services[dep]!.healthcheck)
+      return { path: at, message: `${at} is 'healthy', but ${dep} has no healthcheck to pass: give it one, or wait for 'started'` };
+  }
   const names = new Map<string, string>();
   for (const [name, service] of Object.entries(services)) {
     for (const alias of [name, ...service.aliases]) {
@@ -133,7 +142,11 @@ function findCycle(services: Readonly<Record<string, { dependsOn: Record<string,
   return undefined;
 }
 
-/** The services each one waits for with 'completed' (one-shots): they run to exit 0 rather than on. */
-export function oneShots(services: Readonly<Record<string, { dependsOn: Record<string, ServiceCondition> }>>): Set<string> {
-  return new Set(Object.values(services).flatMap((s) => Object.entries(s.dependsOn).flatMap(([dep, c]) => (c === 'completed' ? [dep] : []))));
+/** The services another one, or the sandbox (spec.dependsOn), waits for with 'completed' (one-shots): they run to exit 0 rather than on. */
+export function oneShots(
+  services: Readonly<Record<string, { dependsOn: Record<string, ServiceCondition> }>>,
+  sandboxDependsOn: Readonly<Record<string, ServiceCondition>> = {},
+): Set<string> {
+  const waits = [...Object.values(services).map((s) => s.dependsOn), sandboxDependsOn];
+  return new Set(waits.flatMap((d) => Object.entries(d).flatMap(([dep, c]) => (c === 'completed' ? [dep] : []))));
 }

@@ -17,7 +17,7 @@ export {
   type ImageSource,
 } from './image-input.js';
 import { ImageInputSchema, PulledImageInputSchema, type ImageSource } from './image-input.js';
-import { ServicesSchema, servicesProblem, type Service } from './services.js';
+import { ServiceConditionSchema, ServicesSchema, servicesProblem, type Service } from './services.js';
 
 const absolutePath = z
   .string()
@@ -101,6 +101,8 @@ export const EnvironmentSpecSchema = z.strictObject({
   mounts: z.array(MountSchema).default([]),
   /** Containers beside the sandbox that it reaches by name (see services.ts): a compose file's other services. */
   services: ServicesSchema.default({}),
+  /** What the sandbox itself waits for of its services (compose's depends_on on main): a service it waits to complete is a one-shot. */
+  dependsOn: z.record(z.string(), ServiceConditionSchema).default({}),
 });
 
 /** What callers pass: defaults may be left out. */
@@ -243,7 +245,7 @@ export function parseEnvironmentSpec(input: unknown, context: { backend?: string
   const { image, services, ...rest } = result.data;
   const normalised: ImageSource = typeof image === 'string' ? { ref: image } : image;
   if ('auth' in normalised && normalised.auth) hideSecrets(normalised.auth);
-  const servicesWrong = servicesProblem(services);
+  const servicesWrong = servicesProblem(services, rest.dependsOn);
   if (servicesWrong) throw fail(servicesWrong.path, servicesWrong.message);
   const normalisedServices: Record<string, Service> = {};
   for (const [name, service] of Object.entries(services)) {

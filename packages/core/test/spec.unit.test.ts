@@ -15,6 +15,7 @@ describe('parseEnvironmentSpec', () => {
       labels: {},
       mounts: [],
       services: {},
+      dependsOn: {},
     });
   });
 

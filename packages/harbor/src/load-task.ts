@@ -6,7 +6,8 @@ import { kindOf } from './path-kind.js';
 import { parseSizeToMb } from './size.js';
 import { taskContentHash } from './task-hash.js';
 import { scriptProblems } from './task-preflight.js';
-import { checkVariables, type HostEnv } from './env-template.js';
+import { checkVariables, resolveEnv, type HostEnv } from './env-template.js';
+import { readCompose } from './compose.js';
 import { DEFAULT_BUILD_TIMEOUT_SEC, DEFAULT_VERIFIER_TIMEOUT_SEC, type HarborTask, type HarborVerifierEnvironment } from './task.js';
 import {
   acceptedNotes,
@@ -108,9 +109,10 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
   const configPath = join(taskDir, 'task.toml');
   const root = await readToml(id, configPath);
   const toml = parseTaskToml(configPath, root);
-  const composeFile = (await kindOf(join(taskDir, 'environment', 'docker-compose.yaml'))) === 'file' ? 'docker-compose.yaml' : undefined;
-  const compose = composeFile ?? ((await kindOf(join(taskDir, 'environment', 'docker-compose.yml'))) === 'file' ? 'docker-compose.yml' : undefined);
-  refuseUnsupported(configPath, toml, compose);
+  // harbor reads exactly environment/docker-compose.yaml (definition.py's COMPOSE_FILE_NAME).
+  const compose =
+    (await kindOf(join(taskDir, 'environment', 'docker-compose.yaml'))) === 'file' ? join(taskDir, 'environment', 'docker-compose.yaml') : undefined;
+  refuseUnsupported(configPath, toml);
   // A multi-step task verifies each step in the agent's sandbox (task-steps.ts refuses the rest).
   const multiStep = (toml.steps?.length ?? 0) > 0;
   const separate = !multiStep && separateVerifier(configPath, toml) ? verifierTable(configPath, toml) : undefined;
@@ -145,7 +147,21 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
   // A multi-step task's steps may each bring their own test.sh (stepsOf checks each).
   const problems = await scriptProblems({ ...(multiStep ? {} : { testsDir }), ...(hasSolution ? { solutionDir } : {}) });
   const healthcheck = healthcheckOf(env);
-  const image = await imageOf(configPath, taskDir, toml, notes);
+  // Its services beside the sandbox, read before any I/O on a backend (compose.ts).
+  const composed = compose
+    ? readCompose(
+        compose,
+        await readFile(compose, 'utf8'),
+        { contextDir: join(taskDir, 'environment'), mainImageName: `hb__${id}`, ...optional('cpus', env.cpus), ...optional('memoryMb', memoryMb) },
+        host,
+        resolveEnv(configPath, 'environment.env', envTables.environment, host),
+      )
+    : undefined;
+  if (composed && Object.keys(composed.mainEnv).length) envTables.environment = { ...composed.mainEnv, ...envTables.environment };
+  const found = await imageOf(configPath, taskDir, toml, notes);
+  // harbor uploads no loose environment/ files for a compose task (definition.py): they reach main only by the build.
+  const { environmentDir: _loose, ...imageOnly } = found;
+  const image = compose ? imageOnly : found;
   let verifierEnvironment: HarborVerifierEnvironment | undefined;
   if (separate) {
     const hasTable = toml.verifier.environment !== undefined;
@@ -190,6 +206,8 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
     ...(toml.agent.timeout_sec !== undefined ? { agentTimeoutSec: toml.agent.timeout_sec } : {}),
     verifierTimeoutSec: toml.verifier.timeout_sec ?? DEFAULT_VERIFIER_TIMEOUT_SEC,
     ...(healthcheck ? { healthcheck } : {}),
+    ...(composed && Object.keys(composed.services).length ? { services: composed.services } : {}),
+    ...(composed && Object.keys(composed.mainDependsOn).length ? { dependsOn: composed.mainDependsOn } : {}),
     ...(verifierEnvironment ? { verifierEnvironment } : {}),
     artifacts: artifactsOf(configPath, toml, notes),
     ...(verifierCollect.length > 0 ? { verifierCollect } : {}),

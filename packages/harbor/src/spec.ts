@@ -110,6 +110,7 @@ export function buildSpec(
     resources: task.resources,
     env: task.env.environment,
     ...(task.workdir ? { workdir: task.workdir } : {}),
+    ...(task.services ? { services: task.services, ...(task.dependsOn ? { dependsOn: task.dependsOn } : {}) } : {}),
   };
   return sandboxSpec(task, sandbox, 'environment', { network: task.network.environment, networkSwitch: switched }, backend, overrides, hostEnv);
 }
@@ -133,6 +134,8 @@ interface SandboxDescription {
   resources: HarborTask['resources'];
   env: Readonly<Record<string, string>>;
   workdir?: string;
+  services?: HarborTask['services'];
+  dependsOn?: HarborTask['dependsOn'];
 }
 
 function sandboxSpec(
@@ -168,6 +171,8 @@ function sandboxSpec(
     ...(net.networkSwitch ? { networkSwitch: true } : {}),
     env: resolveEnv(task.configPath, `${field}.env`, sandbox.env, hostEnv),
     ...(sandbox.workdir ? { workdir: sandbox.workdir } : {}),
+    ...(sandbox.services ? { services: sandbox.services } : {}),
+    ...(sandbox.dependsOn ? { dependsOn: sandbox.dependsOn } : {}),
     labels: { [LABEL_TASK]: taskLabelValue(task.id) },
   };
   if (overrides === undefined) return { spec, notes };

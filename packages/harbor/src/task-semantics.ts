@@ -86,14 +86,7 @@ export function separateVerifier(file: string, toml: TaskToml): boolean {
  * Settings berth does not run, refused with what to do instead: a silently different environment
  * is how fake zeros are born.
  */
-export function refuseUnsupported(file: string, toml: TaskToml, hasCompose: string | undefined): void {
-  if (hasCompose) {
-    throw fieldError(
-      file,
-      `environment/${hasCompose}`,
-      'is a multi-container (docker compose) environment, which berth does not run: it runs one sandbox per trial on every backend. Fold the services into one image, or run this task with harbor itself',
-    );
-  }
+export function refuseUnsupported(file: string, toml: TaskToml): void {
   refuseEnvironment(file, 'environment', toml.environment);
   refuseArtifactServices(file, toml.artifacts ?? [], 'artifacts');
 }

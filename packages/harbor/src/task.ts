@@ -1,4 +1,4 @@
-import type { NetworkAllowlist } from '@berth/core';
+import type { NetworkAllowlist, ServiceCondition, ServiceInput } from '@berth/core';
 import type { HarborExceptionInfo } from './exception-info.js';
 
 /** A phase's network, as berth applies it: harbor's 'public', 'no-network' as 'none', or "allowlist" as `{ allow: allowed_hosts }`. */
@@ -117,6 +117,10 @@ export interface HarborTask {
   contentHash?: string;
   /** `[task] name` when given (org/name). */
   name?: string;
+  /** environment/docker-compose.yaml's services other than main (compose.ts): spec.services of the agent's sandbox. */
+  services?: Record<string, ServiceInput>;
+  /** main's depends_on in the compose file: spec.dependsOn. */
+  dependsOn?: Record<string, ServiceCondition>;
   /** `[environment] docker_image`, else environment/Dockerfile built with environment/ as the context. */
   image: { ref: string } | { build: { context: string; dockerfile: string } };
   /** `[environment] build_timeout_sec`, default 600. */

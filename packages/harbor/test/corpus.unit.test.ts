@@ -15,14 +15,14 @@ const CORPUS = fileURLToPath(new URL('../../../test/fixtures/harbor-corpus/', im
 
 /** What each file must come to: loaded, or refused with this error type and field. */
 const REFUSED: Record<string, [type: 'ConfigError' | 'CapabilityError', field: string]> = {
-  '01-cookbook-computer-use-windows': ['ConfigError', 'environment/docker-compose.yaml'],
-  '04-cookbook-multi-container': ['ConfigError', 'environment/docker-compose.yaml'],
-  '09-tbenv-compose-yml': ['ConfigError', 'environment/docker-compose.yml'],
-  '12-quesma-airgapped-compose': ['ConfigError', 'environment/docker-compose.yaml'],
+  // Compose tasks load (their services become spec.services: compose.unit.test.ts); these mount
+  // host paths into main (harbor's legacy log binds, a dataset directory), which berth does not.
+  // 09's docker-compose.yml is not a file harbor reads (only .yaml): it loads as harbor runs it.
+  '12-quesma-airgapped-compose': ['ConfigError', 'services.main.volumes'],
   '13-openagora-lookalike-nonharbor': ['ConfigError', 'environment.docker_image'],
   '15-titanium-task-only-no-env': ['ConfigError', 'environment.docker_image'],
   '21-expo-healthcheck-no-dockerfile': ['ConfigError', 'environment.docker_image'],
-  '25-humanevalpack-compose-shared-volume': ['ConfigError', 'environment/docker-compose.yaml'],
+  '25-humanevalpack-compose-shared-volume': ['ConfigError', 'services.main.volumes'],
   '28-opsskills-skills-dir-no-dockerfile': ['ConfigError', 'environment.docker_image'],
   '35-raft-nonstandard-scoring-hardware': ['ConfigError', 'environment.docker_image'],
   '40-infrabench-vm-cluster-nodes': ['ConfigError', 'environment.docker_image'],
@@ -238,7 +238,9 @@ describe('the harbor corpus', () => {
       expect(BerthError.isInstance(outcome) && outcome.type, name).toBe(type);
       const where = ConfigError.isInstance(outcome) ? outcome.path : CapabilityError.isInstance(outcome) ? outcome.capability : undefined;
       expect(where, name).toBe(field);
-      expect((outcome as Error).message, name).toContain(join(work, name, 'task.toml'));
+      // The file it is in: task.toml, or environment/docker-compose.yaml for a compose key.
+      const file = field.startsWith('services.') ? join(work, name, 'environment', 'docker-compose.yaml') : join(work, name, 'task.toml');
+      expect((outcome as Error).message, name).toContain(file);
     }
   });
 

@@ -34,13 +34,19 @@ const LOG_LINES = 20;
  * others wait for it to complete). The first failure rejects, naming the service, with its last
  * log lines; the rest are stopped waiting for (teardown removes them all).
  */
-export async function startServices(services: Readonly<Record<string, Service>>, engine: ServiceEngine, ctx: ServiceGroupContext): Promise<void> {
+export async function startServices(
+  services: Readonly<Record<string, Service>>,
+  engine: ServiceEngine,
+  ctx: ServiceGroupContext,
+  /** spec.dependsOn: what the sandbox waits for (its 'completed' ones are one-shots too). */
+  sandboxDependsOn: Readonly<Record<string, ServiceCondition>> = {},
+): Promise<void> {
   const names = Object.keys(services);
   if (names.length === 0) return;
   const abort = new AbortController();
   const onAbort = () => abort.abort(ctx.signal.reason);
   ctx.signal.addEventListener('abort', onAbort, { once: true });
-  const completes = oneShots(services);
+  const completes = oneShots(services, sandboxDependsOn);
   const started = new Map<string, Promise<void>>();
   const up = new Map<string, Promise<void>>();
   const fail = (name: string, reason: ServiceStartError['reason'], message: string, logTail: string, timedOut = false) =>
