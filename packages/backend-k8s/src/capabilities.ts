@@ -24,12 +24,11 @@ export const CAPABILITIES: Capabilities = {
   tty: true,
   // A pod's filesystem cannot be saved as an image through the API server: that needs the node's runtime.
   snapshot: false,
-  services: false,
+  services: true,
   resourceLimits: { cpus: true, memory: true, storage: true },
 };
 
 export const HINTS = {
-  services: "not built yet on this backend (spec.services): run tasks with services (harbor's compose tasks) on Docker, or fold the services into the image",
   snapshot: remedied(
     'image-build-with-builder',
     '(image.build, with options.builder)',

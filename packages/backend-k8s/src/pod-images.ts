@@ -10,6 +10,8 @@ export interface PodImages {
   /** Unset until built, for `image: { build }` (options.builder builds it at start). */
   main?: ResolvedPull;
   mounts: ReadonlyArray<ResolvedPull & { subpath?: string; target: string }>;
+  /** spec.services' images, by service: pulled ones from the start, built ones once the builder pushed them. */
+  services: ReadonlyMap<string, ResolvedPull>;
   /** Pull secrets of the namespace the pod names: the options' and every `{ secretName }`. */
   pullSecrets: readonly string[];
   secrets: PullSecrets;
@@ -25,7 +27,20 @@ export function podImages(spec: EnvironmentSpec, main: PulledImageInput | undefi
   const mounts = spec.mounts.flatMap((m) =>
     m.type === 'image' ? [{ ...source(m.image, options, named), ...(m.subpath !== undefined ? { subpath: m.subpath } : {}), target: m.target }] : [],
   );
-  return { ...(main ? { main: source(main, options, named) } : {}), mounts, pullSecrets: [...named], secrets };
+  const services = new Map<string, ResolvedPull>();
+  for (const [name, service] of Object.entries(spec.services)) {
+    const image = service.image;
+    if (!('build' in image)) services.set(name, source(image, options, named));
+  }
+  return { ...(main ? { main: source(main, options, named) } : {}), mounts, services, pullSecrets: [...named], secrets };
+}
+
+/** The images once a service's own is known (built and pushed at start). */
+export function withService(images: PodImages, name: string, image: PulledImageInput, options: K8sBackendOptions): PodImages {
+  const named = new Set(images.pullSecrets);
+  const services = new Map(images.services);
+  services.set(name, source(image, options, named));
+  return { ...images, services, pullSecrets: [...named] };
 }
 
 /** The images once the task's own is known (an image the builder just built and pushed). */
@@ -54,7 +69,7 @@ export function manifestMounts(images: PodImages): PodImageMount[] {
  */
 export async function acquirePullSecrets(images: PodImages, environmentId: string, options: K8sBackendOptions): Promise<string[]> {
   const acquired: string[] = [];
-  for (const { image, auth } of [...(images.main ? [images.main] : []), ...images.mounts]) {
+  for (const { image, auth } of [...(images.main ? [images.main] : []), ...images.mounts, ...images.services.values()]) {
     if (auth === undefined && images.pullSecrets.length > 0) continue;
     const credential = await resolvePullCredential(image, auth, options, { ...IDENTITY, operation: 'pull', environmentId });
     if (!credential) continue;

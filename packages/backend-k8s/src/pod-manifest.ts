@@ -1,4 +1,4 @@
-import type { V1Container, V1Pod, V1Probe, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
+import type { V1Container, V1HostAlias, V1Pod, V1Probe, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { EnvironmentSpec } from '@berth/core';
 import { DEFAULT_LIFETIME_MS, IMAGE_MOUNT_STAGING, imageMountCopyCommand, keepAliveCommand } from '@berth/core/backend-kit';
 import type { K8sBackendOptions } from './options.js';
@@ -6,6 +6,8 @@ import { gpuAffinity } from './gpu-affinity.js';
 
 /** The one container of a berth pod. */
 export const CONTAINER = 'main';
+/** The init container that waits, before the services start, for network 'none' to hold. */
+export const NETWORK_WAIT = 'berth-network-wait';
 /** Init containers that copy image mounts are named `<prefix><index>`. */
 export const MOUNT_PREFIX = 'berth-mount-';
 /** The label that a namespace's deny-all NetworkPolicy selects for network 'none' (see the README). */
@@ -43,6 +45,9 @@ export interface PodInput {
   options: K8sBackendOptions;
   /** Network 'none': the kubelet checks from inside that it holds before the container counts as started. */
   startupProbe?: V1Probe;
+  /** spec.services as containers (pod-services.ts), started after the image mounts' copies, before the sandbox's own. */
+  services?: readonly V1Container[];
+  hostAliases?: readonly V1HostAlias[];
 }
 
 /**
@@ -81,6 +86,18 @@ export function podManifest(input: PodInput): V1Pod {
       terminationMessagePolicy: 'FallbackToLogsOnError',
     });
   });
+  // Network 'none' must hold before a service sends anything: the startup probe's check, looped in
+  // a first init container of the sandbox's image (the policy's enforcer may lag the pod's address).
+  if (input.services?.length && input.startupProbe?.exec?.command) {
+    initContainers.push({
+      name: NETWORK_WAIT,
+      image: input.image,
+      ...(input.pullPolicy ? { imagePullPolicy: input.pullPolicy } : {}),
+      command: ['/bin/sh', '-c', 'until "$@" >/dev/null 2>&1; do sleep 0.5; done', 'berth-network-wait', ...input.startupProbe.exec.command],
+      terminationMessagePolicy: 'FallbackToLogsOnError',
+    });
+  }
+  initContainers.push(...(input.services ?? []));
   spec.mounts.forEach((mount, i) => {
     if (mount.type !== 'bind') return;
     // A path on the node that runs the pod, not on the machine running berth.
@@ -112,6 +129,7 @@ export function podManifest(input: PodInput): V1Pod {
       restartPolicy: 'Never',
       containers: [container],
       ...(initContainers.length ? { initContainers } : {}),
+      ...(input.hostAliases?.length ? { hostAliases: [...input.hostAliases] } : {}),
       ...(volumes.length ? { volumes } : {}),
       automountServiceAccountToken: options.serviceAccountName !== undefined,
       enableServiceLinks: false,

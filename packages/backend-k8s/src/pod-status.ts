@@ -1,14 +1,17 @@
 import type { V1Pod } from '@kubernetes/client-node';
+import type { EnvironmentSpec } from '@berth/core';
 import { ANNOTATION_DEFAULT_LIFETIME, CONTAINER, MOUNT_PREFIX } from './pod-manifest.js';
+import { serviceLoss, serviceStartState, type ServiceFailure } from './pod-services.js';
 
 /** What a pod's status says about starting it: wait, it runs, or why it cannot. */
 export type StartState =
   | { kind: 'waiting'; status: string }
   | { kind: 'running'; uid: string; restarts: number }
-  | { kind: 'pull_failed'; reason: string; message: string; image?: string }
+  | { kind: 'pull_failed'; reason: string; message: string; image?: string; service?: string }
   | { kind: 'mount_failed'; index: number; message: string }
   | { kind: 'config_failed'; reason: string; message: string }
-  | { kind: 'ended'; reason: string; message: string };
+  | { kind: 'ended'; reason: string; message: string }
+  | { kind: 'service_failed'; failure: ServiceFailure };
 
 const PULL_REASONS = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'RegistryUnavailable']);
 const CONFIG_REASONS = new Set(['CreateContainerConfigError', 'CreateContainerError', 'RunContainerError', 'StartError']);
@@ -17,7 +20,7 @@ const CONFIG_REASONS = new Set(['CreateContainerConfigError', 'CreateContainerEr
  * Read one pod status while starting it. `probed`: the container has a startup probe (network
  * 'none' checked by the kubelet), so it runs only once the kubelet says it started.
  */
-export function startState(pod: V1Pod, probed = false): StartState {
+export function startState(pod: V1Pod, probed = false, spec?: EnvironmentSpec): StartState {
   const status = pod.status ?? {};
   // Image mounts first: their init containers run (and pull) before the task's container.
   for (const init of status.initContainerStatuses ?? []) {
@@ -34,6 +37,11 @@ export function startState(pod: V1Pod, probed = false): StartState {
     }
     if (!ended) return { kind: 'waiting', status: `Pending: copying image mount ${init.image}${reason ? ` (${reason})` : ''}` };
   }
+  // Then the services, in their start order: the sandbox's container waits for them.
+  const services = spec ? serviceStartState(pod, spec) : undefined;
+  if (services?.kind === 'pull_failed') return services;
+  if (services?.kind === 'failed') return { kind: 'service_failed', failure: services.failure };
+  if (services?.kind === 'waiting' && !(status.phase === 'Failed' || status.phase === 'Succeeded')) return services;
   const container = status.containerStatuses?.find((c) => c.name === CONTAINER);
   const waiting = container?.state?.waiting;
   if (waiting?.reason && PULL_REASONS.has(waiting.reason)) return { kind: 'pull_failed', reason: waiting.reason, message: waiting.message ?? waiting.reason };
@@ -59,6 +67,7 @@ export function startState(pod: V1Pod, probed = false): StartState {
 export function liveState(
   pod: V1Pod,
   started: { uid: string; restarts: number },
+  spec?: EnvironmentSpec,
 ): { running: true } | { running: false; reason: string; lifetimeExpired?: boolean; defaultLifetimeMs?: number } {
   if (pod.metadata?.uid !== started.uid) return { running: false, reason: 'replaced (a new pod with the same name)' };
   if (pod.metadata?.deletionTimestamp) return { running: false, reason: 'deleted' };
@@ -87,5 +96,8 @@ export function liveState(
   }
   if ((container?.restartCount ?? 0) !== started.restarts) return { running: false, reason: 'container restarted' };
   if (!container?.state?.running) return { running: false, reason: `container not running (${status.phase ?? 'unknown'})` };
+  // A service that ended or was restarted: the sandbox's world is not whole.
+  const service = spec ? serviceLoss(pod, spec) : undefined;
+  if (service) return { running: false, reason: service };
   return { running: true };
 }

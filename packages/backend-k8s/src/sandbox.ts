@@ -26,7 +26,8 @@ import type { K8sBackendOptions } from './options.js';
 import { CONTAINER, podManifest } from './pod-manifest.js';
 import type { PodNetwork } from './pod-network.js';
 import { PodNetworking } from './pod-networking.js';
-import { acquirePullSecrets, manifestMounts, withMain, type PodImages } from './pod-images.js';
+import { acquirePullSecrets, manifestMounts, withMain, withService, type PodImages } from './pod-images.js';
+import { refuseUnpoddable, serviceContainers, serviceHostAliases, serviceLoss } from './pod-services.js';
 import { unreadSecrets } from './pull-events.js';
 import { podEvents } from './pod-report.js';
 import type { PodInformer, WatchOutcome } from './pod-informer.js';
@@ -67,6 +68,8 @@ export class K8sSandbox implements SandboxTransport {
   #node: string | undefined;
   /** Start phases already said (each once). */
   readonly #reached = new Set<'pulled' | 'running'>();
+  /** Ends the watch over the services (at removal). */
+  readonly #watching = new AbortController();
   /** A create still running (settles, never rejects): it may yet make a pod naming #secrets. */
   #creating: Promise<void> | undefined;
 
@@ -109,8 +112,10 @@ export class K8sSandbox implements SandboxTransport {
 
   async #create(ctx: CreateContext): Promise<void> {
     const { namespace } = this.#cluster;
+    refuseUnpoddable(this.#spec, this.#id);
     const built = await this.#build(ctx);
     if (built) this.#images = withMain(this.#images, built, this.#options);
+    await this.#buildServices(ctx);
     const main = this.#images.main;
     if (!main) throw new Error('unreachable: an image is pulled or built');
     this.#secrets = await acquirePullSecrets(this.#images, this.#id, this.#options);
@@ -119,13 +124,19 @@ export class K8sSandbox implements SandboxTransport {
     throwIfAborted(ctx.signal, this.#ctx('start'));
     const probe = await this.#networking.beforeCreate(ctx.notify, ctx.signal);
     const { policy } = main;
+    const pullPolicy = (p: string) => (p === 'always' ? 'Always' : p === 'never' ? 'Never' : 'IfNotPresent');
+    const serviceImages = new Map(
+      [...this.#images.services].map(([name, pull]) => [name, { image: pull.image.canonical, pullPolicy: pullPolicy(pull.policy) }]),
+    );
     const body = podManifest({
       name: this.#id,
       namespace,
       image: main.image.canonical,
       imageMounts: manifestMounts(this.#images),
-      pullPolicy: policy === 'always' ? 'Always' : policy === 'never' ? 'Never' : 'IfNotPresent',
+      pullPolicy: pullPolicy(policy),
       spec: this.#spec,
+      services: serviceContainers(this.#spec, serviceImages),
+      hostAliases: serviceHostAliases(this.#spec),
       labels: { ...(this.#options.labels ?? {}), ...ctx.labels },
       pullSecrets,
       options: this.#options,
@@ -150,6 +161,22 @@ export class K8sSandbox implements SandboxTransport {
     const uid = this.#started?.uid;
     if (!uid) throw new Error('unreachable: a pod that started has a UID');
     await this.#networking.afterRunning(uid, this.#node, ctx);
+    this.#watchServices(ctx);
+  }
+
+  /**
+   * While the sandbox lives, its services on the one pod watch: the kubelet restarts a sidecar that
+   * ended (restartPolicy Always), so a command may never fail for it; the restart is the loss.
+   */
+  #watchServices(ctx: CreateContext): void {
+    if (Object.keys(this.#spec.services).length === 0) return;
+    const watch = this.#informer.follow(this.#id, (pod) => serviceLoss(pod, this.#spec), this.#watching.signal, { exists: true });
+    void watch.outcome.then(
+      (outcome) => {
+        if ('decided' in outcome) ctx.lost(outcome.decided);
+      },
+      () => undefined,
+    );
   }
 
   async #createPod(body: V1Pod, ctx: CreateContext): Promise<void> {
@@ -203,11 +230,30 @@ export class K8sSandbox implements SandboxTransport {
     });
   }
 
+  /** Services built from a Dockerfile: the builder builds and pushes each, the pod pulls it. */
+  async #buildServices(ctx: CreateContext): Promise<void> {
+    for (const [name, service] of Object.entries(this.#spec.services)) {
+      const image = service.image;
+      if (!isBuiltImage(image)) continue;
+      const builder = this.#options.builder;
+      if (!builder) throw new Error('unreachable: assertSupported refuses builds without a builder');
+      ctx.progress({ phase: 'building', status: `building service ${name}'s image (${builder.name})` });
+      const ref = await builder.build({
+        build: image.build,
+        signal: ctx.signal,
+        onProgress: (build) => ctx.progress({ build }),
+        backend: BACKEND,
+        environmentId: this.#id,
+      });
+      this.#images = withService(this.#images, name, ref, this.#options);
+    }
+  }
+
   /** What a start waits for in the pod's states: anything but 'waiting' (a failed pull only after `patientUntil`). */
   #decideStart(ctx: CreateContext, patientUntil: number) {
     return (pod: V1Pod): { pod: V1Pod; state: StartState } | undefined => {
       this.#marks(pod, ctx);
-      const state = startState(pod, this.#networking.probed);
+      const state = startState(pod, this.#networking.probed, this.#spec);
       if (state.kind === 'pull_failed' && Date.now() < patientUntil) {
         ctx.progress({ status: `Pending: ${state.reason}: waiting for the kubelet's next pull, now that the pull secret exists` });
         return undefined;
@@ -301,10 +347,11 @@ export class K8sSandbox implements SandboxTransport {
       throw mapApiError(error, this.#ctx('exec')) ?? error;
     }
     if (!this.#started) return { running: false, reason: 'never started' };
-    return liveState(pod, this.#started);
+    return liveState(pod, this.#started, this.#spec);
   }
 
   async remove(): Promise<void> {
+    this.#watching.abort();
     await this.#networking.stop();
     await this.#removals.run(() => this.#removePod());
     await this.#networking.remove();

@@ -1,4 +1,5 @@
-import { ConfigError, ImagePullError, TaskFailure, remedied, type BerthError, type EnvironmentSpec } from '@berth/core';
+import { ConfigError, ImagePullError, ServiceStartError, TaskFailure, remedied, type BerthError, type EnvironmentSpec } from '@berth/core';
+import { lastLines } from '@berth/core/backend-kit';
 import { pullFailure } from '@berth/core/backend-kit';
 import type { V1Pod } from '@kubernetes/client-node';
 import { BACKEND, type Cluster } from './cluster.js';
@@ -41,8 +42,47 @@ export async function startFailure(pod: V1Pod, state: EndedStart, start: FailedS
   const events = await podEvents(start.cluster, start.id);
   const cause = podReport(start.id, pod, events);
   switch (state.kind) {
+    case 'service_failed': {
+      const { service, reason, detail, previous } = state.failure;
+      const tail = await serviceLogs(start, service, previous);
+      const what =
+        reason === 'unhealthy'
+          ? `did not become healthy: the kubelet's startup probe (its healthcheck, ${start.spec.services[service]?.healthcheck?.command.join(' ') ?? '?'}) kept failing and it was ended (${detail})`
+          : reason === 'oom'
+            ? 'was killed for memory (OOMKilled) before it was up'
+            : `ended before it was up (${detail})`;
+      return new ServiceStartError({
+        ...ctx(start, 'start'),
+        service,
+        reason,
+        logTail: tail,
+        message: `service ${service} ${what}. Its last log lines: ${tail}`,
+        cause,
+      });
+    }
     case 'pull_failed': {
-      const failing = start.images.mounts.find((m) => m.image.canonical === state.image)?.image ?? start.images.main?.image;
+      const ofService = state.service !== undefined ? start.images.services.get(state.service)?.image : undefined;
+      const failing = ofService ?? start.images.mounts.find((m) => m.image.canonical === state.image)?.image ?? start.images.main?.image;
+      if (state.service !== undefined) {
+        const error = pullFailure(pullMessage(events, state.message), {
+          ...ctx(start, 'pull'),
+          image: failing?.original ?? '?',
+          hadCredentials: start.hadCredentials,
+          credentialsHint: remedied(
+            'image-auth-pull-secret',
+            `pass spec.services.${state.service}.image.auth, or name a pull secret (options.imagePullSecrets)`,
+          ),
+          cause,
+        });
+        if (!ImagePullError.isInstance(error)) return error;
+        return new ImagePullError({
+          ...ctx(start, 'pull'),
+          reason: error.reason,
+          image: error.image,
+          message: `service ${state.service}: ${error.message}`,
+          cause: error,
+        });
+      }
       if (everyPullWithoutSecret(events, start.unread)) {
         // Still without the Secret after the wait: the kubelet's trouble, not the credential's; a new pod may fare better.
         return new ImagePullError({
@@ -92,6 +132,22 @@ export async function startFailure(pod: V1Pod, state: EndedStart, start: FailedS
       });
     }
   }
+}
+
+/** A service container's last log lines (its previous run's, when the kubelet restarted it); '' when they cannot be read. */
+async function serviceLogs(start: FailedStart, container: string, previous: boolean): Promise<string> {
+  const read = (prev: boolean) =>
+    start.cluster.core.readNamespacedPodLog({
+      name: start.id,
+      namespace: start.cluster.namespace,
+      container,
+      tailLines: 20,
+      ...(prev ? { previous: true } : {}),
+    });
+  const text = await read(previous)
+    .catch(() => (previous ? read(false) : ''))
+    .catch(() => '');
+  return lastLines(typeof text === 'string' ? text : String(text ?? ''));
 }
 
 /** A pod on 'none' that ended before its startup probe passed: what the probe found, typed (see PodNetwork.startupFailure). */

@@ -47,7 +47,7 @@ describe('whileThrottled: a create sent again while Modal rate-limits it', () =>
   }
   function context(signal = new AbortController().signal) {
     const said: StartProgress[] = [];
-    const ctx: CreateContext = { labels: {}, signal, progress: (update) => said.push(update), notify: () => undefined };
+    const ctx: CreateContext = { labels: {}, signal, progress: (update) => said.push(update), notify: () => undefined, lost: () => undefined };
     return { ctx, said };
   }
 
@@ -89,6 +89,7 @@ describe('whileThrottled: a create sent again while Modal rate-limits it', () =>
       signal: deadline.signal,
       progress: () => queueMicrotask(() => deadline.abort(new Error('startup deadline of 1000 ms'))),
       notify: () => undefined,
+      lost: () => undefined,
     };
     await expect(whileThrottled(ctx, { clock })(send)).rejects.toThrow('startup deadline of 1000 ms');
     expect(sentAt).toEqual([0]);

@@ -39,7 +39,7 @@ function sandbox(answers: { wait?: GenericResult; started?: GenericResult }) {
   } as unknown as ModalShared;
   return new ModalSandbox(shared, 'env-1', spec, plan);
 }
-const ctx = () => ({ labels: {}, signal: new AbortController().signal, progress: () => undefined, notify: () => undefined });
+const ctx = () => ({ labels: {}, signal: new AbortController().signal, progress: () => undefined, notify: () => undefined, lost: () => undefined });
 
 describe('GenericStatus 9 and 10 from the wire', () => {
   it('decode to their names (fields.json has them)', () => {

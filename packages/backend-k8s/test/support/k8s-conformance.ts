@@ -49,6 +49,20 @@ export function k8sConformance(probe: Pick<ReachableListener, 'host' | 'port'>):
     },
     specDefaults: { network: 'public' },
     faults: {
+      // The service's container, killed by the node's runtime (containerd); the kubelet then counts a restart.
+      killService: async (env, service) => {
+        const read = () => adminApi().readNamespacedPod({ name: env.id, namespace: NAMESPACE });
+        const status = (await read()).status?.initContainerStatuses?.find((c) => c.name === service);
+        const id = status?.containerID?.replace(/^containerd:\/\//, '');
+        if (!id) throw new Error(`no container of service ${service} in pod ${env.id}`);
+        await ctr('tasks', 'kill', '--signal', 'SIGKILL', id);
+        for (let i = 0; i < 300; i++) {
+          const now = (await read()).status?.initContainerStatuses?.find((c) => c.name === service);
+          if ((now?.restartCount ?? 0) > 0 || now?.state?.terminated || now?.containerID !== status?.containerID) return;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        throw new Error(`service ${service} of pod ${env.id} did not stop after its kill`);
+      },
       // Deleted from outside, as an eviction or an operator would.
       kill: async (env) => {
         await adminApi().deleteNamespacedPod({ name: env.id, namespace: NAMESPACE, gracePeriodSeconds: 0 });

@@ -70,6 +70,14 @@ export function assertSupported(spec: EnvironmentSpec, capabilities: Capabilitie
   if (spec.resources.storageMb !== undefined && !capabilities.resourceLimits.storage) {
     throw refuse('resources.storage', 'cannot limit storage (resources.storageMb)', 'leave it unset for this backend');
   }
+  for (const [name, service] of Object.entries(spec.services)) {
+    if (isBuiltImage(service.image) && !capabilities.imageBuild)
+      throw refuse(
+        'imageBuild',
+        `cannot build images (spec.services.${name}.image.build, from ${service.image.build.context})`,
+        'build and push the image, then pass its reference',
+      );
+  }
   const services = Object.keys(spec.services);
   if (services.length > 0 && !capabilities.services) {
     throw refuse(

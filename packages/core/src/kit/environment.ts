@@ -200,7 +200,13 @@ export class SandboxEnvironment implements Environment {
     const create = () => {
       admitted();
       this.#options.beforeCreate?.();
-      return this.#removal.create({ labels, signal: stop.signal, progress, notify: (notice) => this.events.emit('network', notice) });
+      return this.#removal.create({
+        labels,
+        signal: stop.signal,
+        progress,
+        notify: (notice) => this.events.emit('network', notice),
+        lost: (reason) => this.#health.markLost(reason),
+      });
     };
     const limiter = this.#options.limiter;
     const work = (async () => {

@@ -77,6 +77,12 @@ export interface CreateContext {
   progress(update: StartProgress): void;
   /** Say what became of the sandbox's network while it lives (an allowlist's refresh): valid after the start too, unlike progress. */
   notify(notice: NetworkNotice): void;
+  /**
+   * Say that the sandbox is lost, as the engine told you unasked while it lives (a service that
+   * ended or was restarted, seen on a watch): valid after the start too. Its next operation
+   * rejects with SandboxLostError naming `reason`.
+   */
+  lost(reason: string): void;
 }
 
 export interface SnapshotContext {
