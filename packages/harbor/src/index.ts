@@ -16,6 +16,7 @@ export type { ArtifactRecord } from './artifacts.js';
 export type { CollectRecord } from './verifier-collect.js';
 export { parseSizeToMb } from './size.js';
 export { LABEL_TASK, taskLabelValue } from './labels.js';
+export { readCompose, IGNORED as COMPOSE_IGNORED_KEYS, type ComposeEnvironment, type ComposeVariables } from './compose.js';
 export { buildSpec, resolvedEnvironment, type BuiltSpec, type ResolvedEnvironment, type SpecOverrides } from './spec.js';
 export { readReward, type HarborFailureKind } from './reward.js';
 export type { HarborAgentExceptionType, HarborExceptionInfo } from './exception-info.js';

@@ -39,9 +39,9 @@ export function harborPluginCapabilities(capabilities: Capabilities): HarborPlug
       network_allowlist_ipv6_addresses: false,
       network_allowlist_ipv4_cidrs: allowlist !== false,
       network_allowlist_ipv6_cidrs: false,
-      // harbor's /logs binds and compose files are not berth's model: logs are copied, one container.
+      // harbor's /logs binds are not berth's model: logs are copied. Compose files: where services run.
       mounted: false,
-      docker_compose: false,
+      docker_compose: capabilities.services,
     },
     resources: { cpu_limit: capabilities.resourceLimits.cpus, memory_limit: capabilities.resourceLimits.memory, fractional_cpus: true },
   };

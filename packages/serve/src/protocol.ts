@@ -71,7 +71,19 @@ export interface Methods {
   };
   preflight: { params: { spec?: EnvironmentSpecInput }; result: PreflightReport };
   /** Starts a sandbox (claims one from the pool, with `pool`); `startMs` is how long that took here. */
-  start: { params: { spec: EnvironmentSpecInput }; result: { id: string; startMs: number } };
+  start: {
+    params: {
+      spec: EnvironmentSpecInput;
+      /**
+       * A harbor task's environment/docker-compose.yaml, read as harbor runs it (@berth/harbor's
+       * readCompose): its services join the spec (spec.services, spec.dependsOn, main's environment
+       * under spec.env). `taskEnv`: the task's [environment.env], resolved; interpolation reads this
+       * process's environment under it.
+       */
+      compose?: { file: string; contextDir: string; mainImageName?: string; taskEnv?: Record<string, string>; cpus?: number; memoryMb?: number };
+    };
+    result: { id: string; startMs: number };
+  };
   /**
    * Runs argv (exactly, no shell) in the sandbox. With `stream`, output also arrives as
    * `output` notifications while it runs. A timeout is data (`timedOut`), not an error.

@@ -1,7 +1,9 @@
 // What one `berth serve` process holds: the backend `initialize` named (pooled, with `pool`) and
 // every sandbox it started, by id. Each method is the library call it names; the server around
 // it (server.ts) owns the wire, cancellation and errors.
-import { ConfigError, NetworkSchema, pooled, type Backend, type Environment, type NetworkMode } from '@berth/core';
+import { readFile } from 'node:fs/promises';
+import { ConfigError, NetworkSchema, pooled, type Backend, type Environment, type EnvironmentSpecInput, type NetworkMode } from '@berth/core';
+import { readCompose } from '@berth/harbor';
 import { checkParams } from './params.js';
 import { PROTOCOL_VERSION, type Methods, type OutputParams, type RequestId } from './protocol.js';
 
@@ -91,9 +93,10 @@ export class Session {
   }
 
   async start(raw: unknown, call: CallContext): Promise<Result<'start'>> {
-    const params = checkParams<Params<'start'>>('start', raw, { spec: 'object' });
+    const params = checkParams<Params<'start'>>('start', raw, { spec: 'object' }, { compose: 'object' });
     const began = performance.now();
-    const env = await this.#ready.start(params.spec, { signal: call.signal });
+    const spec = params.compose ? await withCompose(params.spec, params.compose) : params.spec;
+    const env = await this.#ready.start(spec, { signal: call.signal });
     this.#envs.set(env.id, env);
     return { id: env.id, startMs: Math.round((performance.now() - began) * 10) / 10 };
   }
@@ -193,5 +196,35 @@ function prepareWith(argv: string[]): (env: Environment) => Promise<void> {
         path: 'params.prepare',
         message: `the pool's prepare command (${argv.join(' ')}) exited ${result.exitCode}: ${(result.stderr || result.stdout).trim().slice(0, 500)}`,
       });
+  };
+}
+
+/** A spec with a harbor compose file's services (see the start params' `compose`); a ConfigError names the compose key that is wrong. */
+async function withCompose(spec: EnvironmentSpecInput, compose: NonNullable<Params<'start'>['compose']>): Promise<EnvironmentSpecInput> {
+  const text = await readFile(compose.file, 'utf8').catch((error: unknown) => {
+    throw new ConfigError({
+      operation: 'config',
+      path: 'params.compose.file',
+      message: `start: params.compose.file ${compose.file} cannot be read: ${(error as Error).message}`,
+      cause: error,
+    });
+  });
+  const read = readCompose(
+    compose.file,
+    text,
+    {
+      contextDir: compose.contextDir,
+      mainImageName: compose.mainImageName ?? 'hb__main',
+      ...(compose.cpus !== undefined ? { cpus: compose.cpus } : {}),
+      ...(compose.memoryMb !== undefined ? { memoryMb: compose.memoryMb } : {}),
+    },
+    process.env,
+    compose.taskEnv ?? {},
+  );
+  return {
+    ...spec,
+    env: { ...read.mainEnv, ...(spec.env ?? {}) },
+    ...(Object.keys(read.services).length ? { services: read.services } : {}),
+    ...(Object.keys(read.mainDependsOn).length ? { dependsOn: read.mainDependsOn } : {}),
   };
 }

@@ -161,11 +161,30 @@ class BerthEnvironment(BaseEnvironment):
             spec["timeouts"] = {"lifetimeMs": self._berth.lifetime_sec * 1000}
         return spec
 
+    def _compose(self) -> dict[str, Any]:
+        """A compose task's environment/docker-compose.yaml, for berth to read as harbor's docker
+        environment runs it: main is the sandbox, the other services beside it (berth serve's
+        `compose` param). The task's env is what compose interpolates from, over this process's."""
+        file = self.environment_dir / "docker-compose.yaml"
+        if not file.is_file():
+            return {}
+        config = self.task_env_config
+        compose: dict[str, Any] = {
+            "file": str(file.resolve()),
+            "contextDir": str(self.environment_dir.resolve()),
+            "taskEnv": self._startup_env() or {},
+        }
+        if config.cpus:
+            compose["cpus"] = config.cpus
+        if config.memory_mb:
+            compose["memoryMb"] = config.memory_mb
+        return {"compose": compose}
+
     @_harbor_terms
     async def start(self, force_build: bool) -> None:
         self._force_build = force_build
         self._process = await shared_process(self._command, self._berth.initialize())
-        started = await self._process.call("start", {"spec": self._spec()})
+        started = await self._process.call("start", {"spec": self._spec(), **self._compose()})
         self._id = started["id"]
         self.logger.debug("berth sandbox %s started in %s ms (%s)", self._id, started.get("startMs"), self.session_id)
         # harbor expects its log directories (a warm sandbox from the pool has them already: its
