@@ -45,6 +45,8 @@ export const CASE_REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'services.start-failures': SERVICES,
   'services.lost': SERVICES,
   'services.network-none': SERVICES,
+  'services.private-image': SERVICES,
+  'services.allowlist': SERVICES,
 };
 
 /** Why a backend with these capabilities cannot run this case (its hint, when it has one), or undefined. */

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ImagePullError, SandboxLostError, ServiceStartError, type Environment, type ServiceInput } from '@berth/core';
 import { describe, expect } from 'vitest';
 import type { Harness } from '../harness.js';
+import { reaches } from './network-probes.js';
 import { sleep } from '../harness.js';
 
 // spec.services: containers beside the sandbox, reached by name, started in dependsOn order,
@@ -153,6 +154,45 @@ export function serviceCases(h: Harness): void {
         expect(missing.reason).toBe('not_found');
         expect(missing.message).toContain('service gone');
         // What the failed starts made is checked by cleanup.no-leftovers, with everything else.
+      },
+    });
+
+    h.defineCase({
+      id: 'services.private-image',
+      title: "a service's private image is pulled with its own credentials (as the sandbox's is) and runs",
+      needs: ['images.private'],
+      timeoutMs: 120_000,
+      run: async () => {
+        const { ref, auth } = h.options.images.private!;
+        // Not already on the engine: the pull with the credentials is what is tested.
+        await h.options.faults?.forgetImage?.(ref);
+        await h.withEnv({ services: { vault: { ...httpService(h, 18088, 'from-the-private-image'), image: { ref, auth } } } }, async (env) => {
+          expect(await fetchFrom(env, 'vault', 18088)).toBe('from-the-private-image');
+        });
+      },
+    });
+
+    h.defineCase({
+      id: 'services.allowlist',
+      title: 'under an allowlist the sandbox still reaches its services by name, and the allowed address, but not another',
+      unsupported: () =>
+        h.options.reachableListener && h.options.secondListener && h.backend().capabilities.networkAllowlist !== false
+          ? undefined
+          : 'needs options.reachableListener, options.secondListener and the networkAllowlist capability',
+      timeoutMs: 120_000,
+      run: async () => {
+        const allowed = await h.options.reachableListener!();
+        const other = await h.options.secondListener!();
+        try {
+          await h.withEnv({ network: { allow: [allowed.host] }, services: { db: httpService(h, 18089, 'db') } }, async (env) => {
+            expect(await fetchFrom(env, 'db', 18089), 'the sandbox did not reach its service under an allowlist').toBe('db');
+            expect(await reaches(env, allowed), 'the allowed address was not reached').toBe(true);
+            expect(await reaches(env, other), 'an address the allowlist does not list was reached').toBe(false);
+          });
+        } finally {
+          await allowed.close();
+          await other.close();
+        }
       },
     });
 
