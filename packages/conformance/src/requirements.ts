@@ -76,6 +76,9 @@ export function skippedCasesTable(backends: ReadonlyArray<{ name: string; capabi
 }
 
 /** The warm-pool cases: they make their own pools on the backend itself, so a run through pools (options.pool) repeats them for nothing. */
+/** The services cases: a backend's run with archive transfers and without pools has them (they move no files and claim nothing special). */
+export const SERVICE_CASES = Object.keys(CASE_REQUIREMENTS).filter((id) => id.startsWith('services.'));
+
 export const POOL_CASES = ['pool.claim', 'pool.dead-while-idle', 'pool.failed-start', 'pool.close-while-claims-wait', 'pool.lifetime-from-claim'] as const;
 
 /**
