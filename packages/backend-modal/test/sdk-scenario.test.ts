@@ -136,6 +136,10 @@ describe("Modal's Python SDK against the simulator", () => {
     );
   });
 
+  it('i6pn as the SDK makes it: each sandbox resolves its own fdaa:: address as i6pn.modal.local, and one reaches the other there under an empty allowlist', () => {
+    expect(step('i6pn').value).toStrictEqual({ prefix: 'fdaa', reached: 'i6pn-hello' });
+  });
+
   it('an outbound CIDR allowlist made by the SDK lets its address out and not another (checked by both listeners)', () => {
     expect(step('cidr_allowlist').value).toStrictEqual({ allowed: 'reached', denied: 'blocked' });
     expect(allowed.received('sdk-cidr-allowed')).toBe(true);

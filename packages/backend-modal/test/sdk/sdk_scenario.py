@@ -272,5 +272,34 @@ def _():
         sb.terminate()
 
 
+@step("i6pn", needs=["app_lookup", "image_local"])
+def _():
+    # Modal's private networking as the SDK makes it (Sandbox._experimental_create(i6pn=True)): each
+    # container resolves its own address as i6pn.modal.local; one reaches the other there, while an
+    # empty outbound allowlist keeps the public network away ("keep i6pn while blocking public egress").
+    app = modal.App.lookup("sdk-scenario")
+    image = modal.Image.from_registry(LOCAL)
+    server = modal.Sandbox._experimental_create(
+        "sh", "-c", "mkdir -p /w && echo i6pn-hello > /w/index.html && exec httpd -f -p 8080 -h /w",
+        app=app, image=image, timeout=120, i6pn=True, outbound_cidr_allowlist=[],
+    )
+    client = modal.Sandbox._experimental_create("sleep", "600", app=app, image=image, timeout=120, i6pn=True, outbound_cidr_allowlist=[])
+    try:
+        def own_address(sb):
+            p = sb.exec("sh", "-c", "awk '$2 == \"i6pn.modal.local\" {print $1; exit}' /etc/hosts")
+            out = p.stdout.read().strip()
+            assert p.wait() == 0 and out.startswith("fdaa"), out
+            return out
+        address = own_address(server)
+        assert own_address(client) != address
+        p = client.exec("sh", "-c", f"for i in 1 2 3 4 5 6 7 8 9 10; do wget -q -O - 'http://[{address}]:8080/' && exit 0; sleep 0.3; done; exit 1")
+        got = p.stdout.read()
+        assert p.wait() == 0 and got == "i6pn-hello\n", got
+        return {"prefix": address.split(":")[0], "reached": got.strip()}
+    finally:
+        server.terminate()
+        client.terminate()
+
+
 print(f"DONE failed={json.dumps(failed)}", flush=True)
 sys.exit(1 if failed else 0)

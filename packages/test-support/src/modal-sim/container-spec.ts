@@ -3,6 +3,7 @@
 import type Docker from 'dockerode';
 import type { Msg } from './codec.js';
 import { networkMode } from './network.js';
+import { I6PN_HOST } from './i6pn.js';
 import { ATTACHABLE } from './sandbox-stdio.js';
 import type { SandboxDeps, SandboxRecord } from './sandbox-record.js';
 
@@ -33,6 +34,8 @@ export function containerSpec(
   image: { image: string; env: string[]; workdir: string | undefined },
   timeoutSecs: number,
   deps: Pick<SandboxDeps, 'cpus' | 'secretEnv' | 'labels'>,
+  /** Its i6pn address (i6pn.ts), which it resolves i6pn.modal.local to. */
+  i6pnAddress?: string,
 ): Docker.ContainerCreateOptions {
   const def = record.definition;
   const args = (def.entrypoint_args ?? []) as string[];
@@ -57,6 +60,7 @@ export function containerSpec(
     ...(record.version === 2 ? ATTACHABLE : {}),
     HostConfig: {
       NetworkMode: networkMode(record.network),
+      ...(i6pnAddress ? { ExtraHosts: [`${I6PN_HOST}:${i6pnAddress}`] } : {}),
       ...(memoryMb > 0 ? { Memory: memoryMb * 1024 * 1024, MemorySwap: memoryMb * 1024 * 1024 } : {}),
       ...(milliCpu > 0 ? { NanoCpus: milliCpu * 1_000_000 } : {}),
     },

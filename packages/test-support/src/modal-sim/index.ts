@@ -17,6 +17,7 @@ import { Sandboxes } from './sandboxes.js';
 import { sweepOrphans } from './sweep.js';
 import { newId } from './util.js';
 
+import { I6pnNetwork } from './i6pn.js';
 export { Code, RpcError, type CallRecord } from './grpc-server.js';
 export { SimCodec, type Msg } from './codec.js';
 export { IMAGE_REPO, imageTag } from './images.js';
@@ -56,6 +57,7 @@ export class ModalSimulator {
   /** The simulator's own codec (tests may use it to build raw calls). */
   readonly codec = SimCodec.forSimulator();
   readonly #instance = randomBytes(6).toString('hex');
+  readonly #i6pn: I6pnNetwork;
   readonly #secrets = new Map<string, Secret>();
   readonly #apps = new Map<string, string>();
   readonly #tokens: RouterTokens;
@@ -81,6 +83,7 @@ export class ModalSimulator {
       expireAuthTokens: () => this.#authTokens.expireAll(),
       resetConnections: (mode) => this.#servers.reduce((hit, server) => hit + (mode === 'rst' ? server.resetStreams() : server.goaway()), 0),
     });
+    this.#i6pn = new I6pnNetwork(this.docker, this.#instance, this.#labels('i6pn'));
     const secretEnv = (id: string) => this.#secrets.get(id)?.env;
     const labels = (simId: string) => this.#labels(simId);
     const longPollMs = () => this.#longPollMs;
@@ -96,6 +99,7 @@ export class ModalSimulator {
       slowLongPollMs,
       killsAs: () => this.faults.killsAs,
       cpus,
+      i6pn: this.#i6pn,
     });
     if (opts.minimumClientVersion !== undefined) this.faults.requireClientVersion(opts.minimumClientVersion);
   }
@@ -197,6 +201,7 @@ export class ModalSimulator {
         .getContainer(c.Id)
         .remove({ force: true })
         .catch(() => undefined);
+    await this.#i6pn.close();
   }
 
   #labels(simId: string): Record<string, string> {

@@ -32,6 +32,8 @@ export interface SandboxNetwork {
   access: Msg;
   /** Switches of one sandbox, one at a time. */
   queue: Promise<unknown>;
+  /** i6pn_enabled: on the simulator's i6pn network (i6pn.ts), whatever its outbound policy. */
+  i6pn: boolean;
 }
 
 /** An allowlist short of allow-all: its CIDRs (IPv4) and domains. */
@@ -86,7 +88,14 @@ export function createdNetwork(def: Msg): SandboxNetwork {
   const entries = ((access.allowed_cidrs ?? []) as string[]).length + ((access.allowed_domains ?? []) as string[]).length;
   if (def.block_network && (type === 'ALLOWLIST' || type === 'OPEN' || entries > 0))
     throw new RpcError(Code.INVALID_ARGUMENT, `block_network cannot be combined with ${type} network access or allowlist entries`);
-  const base = { queue: Promise.resolve(), access, filter: undefined, gate: undefined };
+  const i6pn = def.i6pn_enabled === true;
+  // As Modal's SDK says: "block_network disables all networking, including i6pn".
+  if (i6pn && (def.block_network || type === 'BLOCKED' || type === 'UNSPECIFIED'))
+    throw new RpcError(
+      Code.INVALID_ARGUMENT,
+      'i6pn_enabled with the network blocked: blocking disables all networking, including i6pn; to keep i6pn while blocking public egress, use an empty outbound allowlist',
+    );
+  const base = { queue: Promise.resolve(), access, filter: undefined, gate: undefined, i6pn };
   if (type === 'ALLOWLIST') {
     const { attach, filter } = allowlist(access, 'network_access');
     return { ...base, blocked: false, attached: attach, filter };

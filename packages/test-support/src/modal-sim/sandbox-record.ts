@@ -1,3 +1,4 @@
+import type { I6pnNetwork } from './i6pn.js';
 // What the simulator keeps of one sandbox, and what its sandboxes need from the rest of it: apart
 // from sandboxes.ts, so that container-spec.ts can read a record without importing its keeper.
 import type Docker from 'dockerode';
@@ -54,4 +55,6 @@ export interface SandboxDeps {
   slowLongPollMs: () => number;
   killsAs: () => 'FAILURE' | 'INTERNAL_FAILURE';
   cpus: number;
+  /** The i6pn network of i6pn_enabled sandboxes. */
+  i6pn: I6pnNetwork;
 }

@@ -151,10 +151,12 @@ export class Sandboxes {
       if (ended()) return;
       if (image?.state !== 'success')
         return void this.#end(record, { status: Status.INIT_FAILURE, exception: image?.result?.exception ?? `Image ${record.imageId} is unavailable` });
+      const i6pn = record.network.i6pn ? await this.deps.i6pn.allocate() : undefined;
       const container = await this.deps.docker.createContainer(
-        containerSpec(record, { image: image.dockerRef, env: image.env, workdir: image.workdir }, timeoutSecs, this.deps),
+        containerSpec(record, { image: image.dockerRef, env: image.env, workdir: image.workdir }, timeoutSecs, this.deps, i6pn),
       );
       record.container = container;
+      if (i6pn) await this.deps.i6pn.attach(container, i6pn);
       if (ended()) return void this.#remove(record);
       if (record.version === 2) record.stdio = await SandboxStdio.attach(container);
       await prepareNetwork(this.deps.docker, container, record.network);

@@ -23,6 +23,15 @@ export async function sweepOrphans(docker: Docker, simLabel: string): Promise<vo
         .remove({ force: true })
         .catch(() => undefined);
   }
+  // And their i6pn networks (i6pn.ts), once their containers are gone.
+  for (const n of await docker.listNetworks({ filters: { label: [simLabel, 'berth.owner-pid'] } })) {
+    const pid = Number(n.Labels?.['berth.owner-pid']);
+    if (Number.isInteger(pid) && pid > 0 && !alive(pid))
+      await docker
+        .getNetwork(n.Id)
+        .remove()
+        .catch(() => undefined);
+  }
   const images = await docker.listImages({ filters: { reference: [IMAGE_REPO] } });
   for (const tag of images.flatMap((i) => i.RepoTags ?? [])) {
     const pid = Number(/^[^:]+:p(\d+)-/.exec(tag)?.[1]);
