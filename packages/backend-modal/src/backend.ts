@@ -1,4 +1,4 @@
-import { ConfigError, isBuiltImage, type EnvironmentSpec, type PreflightCheck } from '@berth/core';
+import { ConfigError, isBuiltImage, type EnvironmentSpec, type ImageSource, type PreflightCheck } from '@berth/core';
 import {
   LABEL_MANAGED,
   LABEL_SESSION,
@@ -45,8 +45,8 @@ export function createModalBackend(options: ModalBackendOptions = {}): ModalBack
   let shared: ModalShared | undefined;
   const modal = () => (shared ??= new ModalShared(options));
 
-  const plan = (id: string, spec: EnvironmentSpec): Promise<SandboxImage> => {
-    const image = spec.image;
+  const plan = (id: string, spec: EnvironmentSpec): Promise<SandboxImage> => planOf(id, spec.image);
+  const planOf = (id: string, image: ImageSource): Promise<SandboxImage> => {
     if (isBuiltImage(image)) return planDockerfile(image.build, options, id).then(({ base, recipe }) => ({ image: base, recipe }));
     const snapshotImageId = snapshotIdOf(image.ref, BACKEND);
     if (snapshotImageId) return Promise.resolve({ image: snapshotPlan(image.ref), snapshotImageId });
@@ -84,7 +84,7 @@ export function createModalBackend(options: ModalBackendOptions = {}): ModalBack
       defaultCreation: DEFAULT_CREATION,
       transfers: 'exec',
       target: () => `${modal().credentials.serverUrl} environment ${options.environmentName ?? '(default)'} app ${options.appName ?? 'berth'}`,
-      transport: (id, spec) => new ModalSandbox(modal(), id, spec, plan(id, spec), lifetimeMs),
+      transport: (id, spec) => new ModalSandbox(modal(), id, spec, plan(id, spec), lifetimeMs, { planOf: (image) => planOf(id, image) }),
       // Built JS of this package (from src/ and dist/ alike): the guardian process cannot run TypeScript.
       guardian: () => {
         const { tokenId, tokenSecret, serverUrl } = modal().credentials;

@@ -24,12 +24,12 @@ export const CAPABILITIES: Capabilities = {
   tty: true,
   // The router's TaskSnapshotFilesystem (as Modal's SDK snapshots); ImageDelete removes one.
   snapshot: true,
-  services: false,
+  // Each service its own sandbox in the app, over i6pn (services.ts).
+  services: true,
   resourceLimits: { cpus: true, memory: true, storage: true },
 };
 
 export const HINTS = {
-  services: "not built yet on this backend (spec.services): run tasks with services (harbor's compose tasks) on Docker, or fold the services into the image",
   'mounts.bind': 'upload the files after start (env.uploadDir)',
   'mounts.image':
     "Modal mounts a whole built image into a running sandbox (Sandbox.mount_image), with no subpath and nothing in its API making it read-only, while berth's image mounts are read-only: bake the runtime into the task image instead (image.build: a Dockerfile FROM the task image that COPYs it in)",

@@ -45,8 +45,12 @@ export function switchedAccess(mode: NetworkMode): NetworkAccess {
 }
 
 /** The network fields of the sandbox's definition in SandboxCreate. */
-export function createdNetwork(spec: Pick<EnvironmentSpec, 'network' | 'networkSwitch'>): { block_network: boolean; network_access: NetworkAccess } {
-  if (spec.networkSwitch || isAllowlist(spec.network)) return { block_network: false, network_access: switchedAccess(spec.network) };
+export function createdNetwork(
+  spec: Pick<EnvironmentSpec, 'network' | 'networkSwitch'>,
+  i6pn = false,
+): { block_network: boolean; network_access: NetworkAccess } {
+  // With i6pn (services) too: blocking "disables all networking, including i6pn"; an empty allowlist keeps it.
+  if (spec.networkSwitch || isAllowlist(spec.network) || i6pn) return { block_network: false, network_access: switchedAccess(spec.network) };
   const none = spec.network === 'none';
   return { block_network: none, network_access: { network_access_type: none ? 'BLOCKED' : 'OPEN' } };
 }

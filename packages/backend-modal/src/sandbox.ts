@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { ConfigError, isBuiltImage, type EnvironmentSpec, type NetworkMode, type Operation } from '@berth/core';
+import { ConfigError, isBuiltImage, oneShots, type EnvironmentSpec, type ImageSource, type NetworkMode, type Operation } from '@berth/core';
 import {
   DEFAULT_LIFETIME_MS,
   defaultLifetimeMs,
   keepAliveCommand,
   snapshotRef,
+  startServices,
   throwIfAborted,
   type CreateContext,
   type ProcessRequest,
@@ -27,6 +28,7 @@ import { endReason } from './sandbox-result.js';
 import { startFailure } from './start-failure.js';
 import type { ModalShared } from './shared.js';
 import { sandboxApiFor } from './sandbox-api.js';
+import { ModalServices, refuseUnrunnable } from './services.js';
 import {
   GRPC_CODE,
   GrpcError,
@@ -83,13 +85,31 @@ export class ModalSandbox implements SandboxTransport {
   #taskId: string | undefined;
   #router: TaskRouter | undefined;
   #access: Promise<RouterAccess> | undefined;
+  readonly #role: { entrypoint?: string[]; i6pn?: boolean; planOf?: (image: ImageSource) => Promise<SandboxImage> };
+  /** spec.services: a sandbox each (services.ts). */
+  readonly #services: ModalServices;
 
-  constructor(shared: ModalShared, id: string, spec: EnvironmentSpec, plan: Promise<SandboxImage>, defaultLifetime = DEFAULT_LIFETIME_MS) {
+  constructor(
+    shared: ModalShared,
+    id: string,
+    spec: EnvironmentSpec,
+    plan: Promise<SandboxImage>,
+    defaultLifetime = DEFAULT_LIFETIME_MS,
+    /** A service's own sandbox (services.ts): its command instead of the keep-alive, on i6pn. Else: the services to start beside it. */
+    role: { entrypoint?: string[]; i6pn?: boolean; planOf?: (image: ImageSource) => Promise<SandboxImage> } = {},
+  ) {
     this.#shared = shared;
     this.#id = id;
     this.#spec = spec;
     this.#plan = plan;
     this.#defaultLifetimeMs = defaultLifetime;
+    this.#role = role;
+    refuseUnrunnable(spec, id);
+    const planOf = role.planOf;
+    this.#services = new ModalServices(id, spec, (name, sub, image, entrypoint) => {
+      if (!planOf) throw new Error('unreachable: a sandbox with services has a planOf');
+      return new ModalSandbox(shared, `${id}-${name}`, sub, planOf(image), defaultLifetime, { entrypoint, i6pn: true });
+    });
     plan.catch(() => undefined); // surfaced by create()
   }
 
@@ -120,8 +140,11 @@ export class ModalSandbox implements SandboxTransport {
     ctx.progress({ phase: 'starting', status: 'creating the sandbox' });
     try {
       const lifetime = spec.timeouts.lifetimeMs;
+      // The sandbox and its services reach each other over i6pn, which a blocked network turns off.
+      const i6pn = this.#role.i6pn === true || this.#services.any;
       const definition: SandboxDefinition = {
-        entrypoint_args: keepAliveCommand(lifetime),
+        entrypoint_args: this.#role.entrypoint ?? keepAliveCommand(lifetime),
+        ...(i6pn ? { i6pn_enabled: true } : {}),
         image_id: imageId,
         resources: {
           ...(spec.resources.cpus !== undefined ? { milli_cpu: Math.round(spec.resources.cpus * 1000) } : {}),
@@ -133,7 +156,7 @@ export class ModalSandbox implements SandboxTransport {
         timeout_secs: Math.max(1, Math.ceil((lifetime ?? this.#defaultLifetimeMs) / 1000)),
         ...(spec.timeouts.idleMs ? { idle_timeout_secs: Math.max(1, Math.ceil(spec.timeouts.idleMs / 1000)) } : {}),
         ...(spec.workdir ? { workdir: spec.workdir } : {}),
-        ...createdNetwork(spec),
+        ...createdNetwork(spec, i6pn),
       };
       const created = await sandboxes.create(
         sandboxApiFor(this.#shared.sandboxApi, spec),
@@ -154,6 +177,41 @@ export class ModalSandbox implements SandboxTransport {
       throwIfAborted(ctx.signal, this.#ctx('start'));
       throw this.#map(error, 'start', false);
     }
+    if (this.#services.any) await this.#startServices(ctx);
+  }
+
+  /** The services, in the kit's order; then every member of the group knows every name (i6pn addresses in /etc/hosts). */
+  async #startServices(ctx: CreateContext): Promise<void> {
+    await this.#services.bind(ctx, this);
+    await startServices(
+      this.#spec.services,
+      this.#services,
+      { backend: BACKEND, environmentId: this.#id, signal: ctx.signal, status: (status) => ctx.progress({ status }) },
+      this.#spec.dependsOn,
+    );
+    await this.#services.writeAllHosts(this, oneShots(this.#spec.services, this.#spec.dependsOn));
+  }
+
+  /** How the sandbox ended (its exit code and berth's words for its end), or undefined while it runs. */
+  async ended(): Promise<{ exitCode: number | null; reason: string } | undefined> {
+    if (!this.#sandboxId) return { exitCode: null, reason: 'never started' };
+    const result = await this.#shared.sandboxes.wait(this.#sandboxId, 0).catch((error: unknown) => {
+      if (GrpcError.isInstance(error) && error.code === GRPC_CODE.NOT_FOUND)
+        return { status: 'GENERIC_STATUS_TERMINATED', exception: 'removed' } as GenericResult;
+      throw error;
+    });
+    if (!result) return undefined;
+    // proto3: an exit code of 0 is not on the wire.
+    const exitCode = typeof result.exitcode === 'number' ? result.exitcode : result.status === 'GENERIC_STATUS_SUCCESS' ? 0 : null;
+    return { exitCode, reason: endReason(result) };
+  }
+
+  /** What its main process printed (a service's, for the error that names it), as far as the router has it; '' where it cannot be read. */
+  async output(): Promise<string> {
+    if (!this.#taskId) return '';
+    return this.#routerFor()
+      .entrypointOutput(500, AbortSignal.timeout(10_000))
+      .catch(() => '');
   }
 
   /** The image pulled (FROM the reference) or built on Modal, its log lines reported as progress. */
@@ -204,7 +262,11 @@ export class ModalSandbox implements SandboxTransport {
       if (GrpcError.isInstance(error) && error.code === GRPC_CODE.NOT_FOUND) return { running: false, reason: 'removed' };
       throw this.#map(error, 'exec');
     }
-    if (!result) return { running: true };
+    if (!result) {
+      // A service that ended is the sandbox's loss too: its commands' world is not whole.
+      const service = this.#services.any ? await this.#services.lost(oneShots(this.#spec.services, this.#spec.dependsOn)) : undefined;
+      return service ? { running: false, reason: service } : { running: true };
+    }
     // The keep-alive exits 0 when timeouts.lifetimeMs runs out; Modal's own timeout says TIMEOUT.
     // Without a lifetime in the spec, that timeout was the backend's defaultLifetimeMs: say so.
     const own = this.#spec.timeouts.lifetimeMs;
@@ -220,6 +282,7 @@ export class ModalSandbox implements SandboxTransport {
   }
 
   async remove(): Promise<void> {
+    await this.#services.remove();
     if (!this.#sandboxId) return;
     try {
       await this.#shared.sandboxes.terminate(this.#sandboxId);

@@ -1,5 +1,5 @@
-// harbor compose tasks (environment/docker-compose.yaml) through runHarborJob on Docker and the
-// test cluster, unchanged:
+// harbor compose tasks (environment/docker-compose.yaml) through runHarborJob on Docker, the test
+// cluster and the Modal simulator, unchanged:
 // three tasks shaped like real ones (test/fixtures/compose-tasks: the cookbook's API server built
 // from a subdirectory and awaited healthy; a database with a one-shot migration main waits for; a
 // mock API reached by a network alias, configured by interpolated variables), each rewarded 1 by
@@ -11,6 +11,8 @@ import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDockerBackend, createRegistryImageBuilder } from '@berth/backend-docker';
 import { createK8sBackend } from '@berth/backend-k8s';
+import { createModalBackend } from '@berth/backend-modal';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
 import { BERTH_KUBECONFIG, NAMESPACE, TOLERATE_FAULT, adminApi } from '@berth/test-support/kube-cluster';
 import { runHarborJob } from '@berth/harbor';
 import { removeBuiltImages, tempDir } from './support.js';
@@ -50,6 +52,27 @@ describe('harbor compose tasks on the test cluster', () => {
     expect(outcomes).toEqual({ 'api-healthy': 1, 'db-migrate': 1, 'mock-api-alias': 1 });
     const pods = await adminApi().listNamespacedPod({ namespace: NAMESPACE, labelSelector: `berth.test=${labels['berth.test']}` });
     expect(pods.items.map((p) => p.metadata?.name)).toEqual([]);
+  });
+});
+
+describe('harbor compose tasks on the Modal simulator', () => {
+  it('each runs with its services (a sandbox each, over i6pn) and the oracle gets reward 1', { timeout: 300_000 }, async () => {
+    const base = await tempDir('compose-modal');
+    dirs.push(base);
+    const modalTasks = join(base, 'tasks');
+    await cp(FIXTURES, modalTasks, { recursive: true });
+    const sim = await ModalSimulator.start();
+    const backend = createModalBackend({ serverUrl: sim.url, ca: sim.ca, tokenId: sim.tokenId, tokenSecret: sim.tokenSecret, modalConfigEnv: {} });
+    try {
+      const run = await runHarborJob({ tasksDir: modalTasks, backend, jobDir: join(base, 'job') });
+      const outcomes = Object.fromEntries(
+        run.tasks.map((t) => [t.taskId, t.status === 'scored' ? t.outcome?.reward : `${t.status}: ${JSON.stringify(t.failure ?? t)}`]),
+      );
+      expect(outcomes).toEqual({ 'api-healthy': 1, 'db-migrate': 1, 'mock-api-alias': 1 });
+    } finally {
+      await backend.close();
+      await sim.close();
+    }
   });
 });
 

@@ -29,9 +29,9 @@ const REFUSED: Record<string, Record<string, string>> = {
     '32-tapt-gpu-types-stray-key': 'gpuTypes',
   },
   k8s: {},
-  // Per-phase networks (06, 33) switch through the router's TaskSetNetworkAccess. Compose
-  // services (01, 04) are not run on Modal yet.
-  modal: { '01-cookbook-computer-use-windows': 'services', '04-cookbook-multi-container': 'services' },
+  // Per-phase networks (06, 33) switch through the router's TaskSetNetworkAccess; compose services
+  // (01, 04: built, so their Dockerfiles' CMD is what Modal runs) each as a sandbox over i6pn.
+  modal: {},
 };
 
 let work: string;

@@ -1,7 +1,7 @@
 // harbor itself running compose tasks (environment/docker-compose.yaml) on berth through the
 // plugin, which claims docker_compose where the backend runs services: the three fixtures shaped
-// like real tasks (test/fixtures/compose-tasks), rewarded 1 by the oracle on Docker and on the test
-// cluster, from harbor's own result files; nothing left.
+// like real tasks (test/fixtures/compose-tasks), rewarded 1 by the oracle on Docker, the test
+// cluster and the Modal simulator, from harbor's own result files; nothing left.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,8 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminApi, BERTH_KUBECONFIG, NAMESPACE } from '@berth/test-support/kube-cluster';
 import { removeBuiltImages } from '@berth/test-support/built-images';
+import { ModalSimulator } from '@berth/test-support/modal-sim';
+import { writeFile } from 'node:fs/promises';
 import { writeRegistryLogin } from '@berth/test-support/registry-login';
 import { harborContainers, harborRun, outcomes } from './support/harbor.js';
 
@@ -47,5 +49,19 @@ describe('harbor compose tasks through the plugin', () => {
     expect(outcomes(join(jobs, 'compose-k8s')), run.output).toEqual(REWARDS);
     const pods = await adminApi().listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'berth.harbor' });
     expect(pods.items.map((p) => p.metadata?.name)).toEqual([]);
+  }, 600_000);
+
+  it('modal (the simulator): each task with its services (a sandbox each, over i6pn) rewarded 1', async () => {
+    const sim = await ModalSimulator.start();
+    try {
+      const caFile = join(root, 'modal-ca.pem');
+      await writeFile(caFile, sim.ca);
+      const env = { MODAL_SERVER_URL: sim.url, MODAL_TOKEN_ID: sim.tokenId, MODAL_TOKEN_SECRET: sim.tokenSecret, NODE_EXTRA_CA_CERTS: caFile, HOME: root };
+      const jobs = join(root, 'jobs');
+      const run = await harborRun(TASKS, jobs, 'compose-modal', { backend: 'modal' }, { env });
+      expect(outcomes(join(jobs, 'compose-modal')), run.output).toEqual(REWARDS);
+    } finally {
+      await sim.close();
+    }
   }, 600_000);
 });

@@ -95,6 +95,38 @@ export class TaskRouter {
   }
 
   /**
+   * What the sandbox's main process (its entrypoint) wrote on stdout and stderr so far, as V2's
+   * SandboxStdioReadV2 streams it (from offset 0, live): each stream read until it ends (the
+   * sandbox ended) or `quietMs` passes with nothing new.
+   */
+  async entrypointOutput(quietMs: number, signal?: AbortSignal): Promise<string> {
+    const ctx = await this.#ctx(false, signal);
+    const one = async (fd: 'SANDBOX_STDIO_FILE_DESCRIPTOR_STDOUT' | 'SANDBOX_STDIO_FILE_DESCRIPTOR_STDERR') => {
+      const chunks: Buffer[] = [];
+      const quiet = new AbortController();
+      let timer = setTimeout(() => quiet.abort(), quietMs);
+      try {
+        const request = { task_id: this.#taskId, offset: 0, file_descriptor: fd };
+        for await (const res of this.#rpc.stream('SandboxStdioReadV2', 'SandboxStdioReadV2Request', request, 'SandboxStdioReadV2Response', {
+          ...ctx,
+          signal: signal ? AbortSignal.any([signal, quiet.signal]) : quiet.signal,
+        })) {
+          if (res.data?.length) chunks.push(Buffer.from(res.data));
+          clearTimeout(timer);
+          timer = setTimeout(() => quiet.abort(), quietMs);
+        }
+      } catch (error) {
+        if (!quiet.signal.aborted) throw error;
+      } finally {
+        clearTimeout(timer);
+      }
+      return Buffer.concat(chunks).toString('utf8');
+    };
+    const [out, err] = await Promise.all([one('SANDBOX_STDIO_FILE_DESCRIPTOR_STDOUT'), one('SANDBOX_STDIO_FILE_DESCRIPTOR_STDERR')]);
+    return `${out}${err}`;
+  }
+
+  /**
    * The task's filesystem as a new image (what Modal's SDK's snapshot_filesystem sends): its image
    * id. `ttlSeconds` -1: no expiry. The snapshot id is berth's, so a retried call is the same snapshot.
    */

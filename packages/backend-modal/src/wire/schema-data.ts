@@ -710,4 +710,26 @@ export const SCHEMA = {
     package: 'google.protobuf',
     fields: {},
   },
+  SandboxStdioFileDescriptor: {
+    package: 'modal.task_command_router',
+    enum: {
+      SANDBOX_STDIO_FILE_DESCRIPTOR_STDOUT: 0,
+      SANDBOX_STDIO_FILE_DESCRIPTOR_STDERR: 1,
+    },
+  },
+  SandboxStdioReadV2Request: {
+    package: 'modal.task_command_router',
+    fields: {
+      task_id: { number: 1, type: 'string' },
+      offset: { number: 2, type: 'uint64' },
+      file_descriptor: { number: 3, type: 'SandboxStdioFileDescriptor' },
+    },
+  },
+  SandboxStdioReadV2Response: {
+    package: 'modal.task_command_router',
+    fields: {
+      data: { number: 1, type: 'bytes' },
+      starting_offset: { number: 2, type: 'uint64' },
+    },
+  },
 } as const satisfies Schema;

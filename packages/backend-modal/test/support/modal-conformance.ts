@@ -38,6 +38,23 @@ export function modalConformance(sim: ModalSimulator, backends: Array<{ close():
     // Port 443 of the gateway: the simulator matches domains on connections to that port, as Modal does.
     serverNameListener: async () => listenForServerNames(await bridgeGateway(docker)),
     faults: {
+      // A service's own sandbox (services.ts) killed under Modal, found by its tags.
+      killService: async (env, service) => {
+        const label = [`modal.tag.berth.environment=${env.id}`, `modal.tag.berth.service=${service}`];
+        const found = await containers(label);
+        if (found.length === 0) throw new Error(`faults.killService: no simulator container is service ${service} of ${env.id}`);
+        for (const c of found)
+          await docker
+            .getContainer(c.Id)
+            .kill()
+            .catch(() => undefined);
+        const deadline = Date.now() + KILL_SETTLE_MS;
+        while ((await containers(label)).length > 0) {
+          if (Date.now() > deadline)
+            throw new Error(`faults.killService: service ${service} of ${env.id} was still there ${KILL_SETTLE_MS / 1000} s after it was killed`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      },
       // The container killed under Modal, as a worker failure would.
       kill: async (env) => {
         const label = [`modal.tag.berth.environment=${env.id}`];

@@ -146,7 +146,11 @@ export function serviceCases(h: Harness): void {
         const missing = await h.expectBerthError(
           h.start({
             services: {
-              gone: { image: h.options.images.private ? { ref: h.options.images.missing!, auth: h.options.images.private.auth } : h.options.images.missing! },
+              // A command of its own: on Modal, which never runs an image's CMD, one is required.
+              gone: {
+                image: h.options.images.private ? { ref: h.options.images.missing!, auth: h.options.images.private.auth } : h.options.images.missing!,
+                command: ['true'],
+              },
             },
           }),
           ImagePullError,
