@@ -16,16 +16,28 @@ afterAll(async () => {
 /** The simulator's sandboxes of a tag still running (an ended sandbox's container is removed). */
 const sandboxes = async (tag: string) => (await sim.docker.listContainers({ filters: { label: [`modal.tag.berth.test-guardian=${tag}`] } })).length;
 
-const run = (count: number) => {
+const run = (count: number, spec?: Record<string, unknown>) => {
   const tag = `g-${randomBytes(4).toString('hex')}`;
   const child = startChild('modal', count, tag, {
     GUARDIAN_CHILD_OPTIONS: JSON.stringify({ serverUrl: sim.url, ca: sim.ca, tokenId: sim.tokenId, tokenSecret: sim.tokenSecret, modalConfigEnv: {} }),
+    ...(spec ? { GUARDIAN_CHILD_SPEC: JSON.stringify(spec) } : {}),
   });
   children.push(child);
   return { tag, child };
 };
 
 describe('modal guardian (simulator)', () => {
+  it("a killed process's sandboxes with services go whole: the services' own sandboxes too, none left within 30 s", async () => {
+    const services = { db: { image: 'berth-test/busybox:latest', command: ['sleep', '100000'] } };
+    const { tag, child } = run(2, { services });
+    await child.ready;
+    // Each sandbox and its service's sandbox carry the spec's labels as tags.
+    expect(await sandboxes(tag)).toBe(4);
+    child.proc.kill('SIGKILL');
+    expect(await child.exited).toBe('SIGKILL');
+    expect(await goneWithin(() => sandboxes(tag), 30_000)).toBeDefined();
+  }, 120_000);
+
   for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
     it(`a process killed with ${signal} leaves none of its 3 sandboxes within 30 s`, async () => {
       const { tag, child } = run(3);
