@@ -71,14 +71,14 @@ describe("the README's generated parts", () => {
       // A proxy answering DNS for allowed names only: every allowlist case applies.
       networkAllowlist: { addresses: 'packet', names: 'proxy', wildcards: true, dns: 'allowed', connections: 'ended' } as const,
     };
-    const table = skippedCasesTable([{ name: 'x', capabilities: { ...all, mounts: ['bind', 'image'], tty: false }, hints: { tty: 'use Docker' } }]);
+    const table = skippedCasesTable([{ name: 'x', capabilities: { ...all, mounts: ['bind', 'image', 'volume'], tty: false }, hints: { tty: 'use Docker' } }]);
     expect(table.split('\n').slice(2)).toEqual([
       '| x | `exec.tty` | the backend does not claim tty (use Docker) |',
       '| x | `exec.tty-size` | the backend does not claim tty (use Docker) |',
       '| x | `exec.tty-stdin` | the backend does not claim tty (use Docker) |',
       '| x | `exec.tty-timeout` | the backend does not claim tty (use Docker) |',
     ]);
-    expect(skippedCasesTable([{ name: 'y', capabilities: { ...all, mounts: ['bind', 'image'], tty: true } }]).split('\n')[2]).toBe(
+    expect(skippedCasesTable([{ name: 'y', capabilities: { ...all, mounts: ['bind', 'image', 'volume'], tty: true } }]).split('\n')[2]).toBe(
       '| y | (none) | runs every case |',
     );
   });

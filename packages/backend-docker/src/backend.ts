@@ -19,7 +19,7 @@ import { checkBuild, checkGpus, checkImage } from './preflight.js';
 import { GpuSupport } from './gpu.js';
 import { imageMountsOf, LABEL_IMAGE_MOUNT } from './image-mounts.js';
 import { DockerSandbox, type DockerImageSource } from './sandbox.js';
-import { removeNetwork } from './services.js';
+import { LABEL_VOLUME, removeNetwork } from './services.js';
 import { BACKEND, IDENTITY } from './identity.js';
 import { CAPABILITIES, HINTS, RENAMED } from './capabilities.js';
 import { PROXY_ENFORCEMENT } from './egress-rules.js';
@@ -142,7 +142,11 @@ export function createDockerBackend(options: DockerBackendOptions = {}): DockerB
         // Snapshots (env.snapshot()), after the containers that may run from them.
         snapshots = await docker().listImages({ filters: { label: [...labels, LABEL_SNAPSHOT_OF] } });
         // Image mounts' volumes, after the containers that use them (removing a container frees its volumes).
-        volumes = (await docker().listVolumes({ filters: { label: [...labels, LABEL_IMAGE_MOUNT] } })).Volumes ?? [];
+        volumes = [
+          ...((await docker().listVolumes({ filters: { label: [...labels, LABEL_IMAGE_MOUNT] } })).Volumes ?? []),
+          // A sandbox's own volumes, shared with its services (services.ts).
+          ...((await docker().listVolumes({ filters: { label: [...labels, LABEL_VOLUME] } })).Volumes ?? []),
+        ];
       } catch (error) {
         throw mapDaemonError(error, ctx('sweep')) ?? error;
       }

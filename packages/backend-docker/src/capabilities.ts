@@ -13,7 +13,8 @@ export const CAPABILITIES: Capabilities = {
   imageAuth: ['basic', 'identityToken', 'secretName', 'dockerConfig', 'aws'],
   // Image mounts: a berth-labelled volume filled from the image by a helper container, read-only
   // (the engine's API 1.41 has no image mount type).
-  mounts: ['image', 'bind'],
+  // Volumes: a berth-labelled engine volume per name, mounted in the sandbox and its services.
+  mounts: ['image', 'bind', 'volume'],
   imageBuild: true,
   execUser: true,
   // Exec's Tty, sized by a resize right after the start (API 1.41 has no ConsoleSize on create).

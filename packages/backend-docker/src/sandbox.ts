@@ -42,7 +42,7 @@ import { bridgeRefusal, publicNetworkName } from './bridge-limits.js';
 import type { BridgeProxy } from './bridge-proxy.js';
 import type { EgressImage } from './egress-image.js';
 import { SandboxEgress } from './sandbox-egress.js';
-import { DockerServices } from './services.js';
+import { DockerServices, volumeMounts } from './services.js';
 import { ensurePulled, supplyImage } from './image-supply.js';
 import { BACKEND } from './identity.js';
 
@@ -168,12 +168,13 @@ export class DockerSandbox implements SandboxTransport {
     const network = networkSwitch || allowlist ? 'public' : this.#spec.network;
     // With services the sandbox is made on their network (as 'main') and joins the bridge besides.
     const group = this.#services.any ? this.#services.network : undefined;
+    await this.#services.createVolumes(ctx.labels);
     if (group) await this.#services.createNetwork(ctx.labels, ctx);
     // Mounts, not Binds: Binds silently creates a missing host path as an empty directory.
     const binds: Docker.MountSettings[] = mounts
       .filter((m) => m.type === 'bind')
       .map((m) => ({ Type: 'bind', Source: m.source, Target: m.target, ReadOnly: m.readOnly }));
-    const imageMounts = this.#imageMounts.settings();
+    const imageMounts = [...this.#imageMounts.settings(), ...volumeMounts(this.#id, mounts)];
     try {
       await this.#createContainer({
         name: this.#id,
@@ -268,7 +269,7 @@ export class DockerSandbox implements SandboxTransport {
 
   createOutcome(): CreateOutcome {
     // Image mounts' volumes and the services' network made before the container are the sandbox's too.
-    return this.#outcome === 'not-attempted' && (this.#imageMounts.made || this.#services.any) ? 'unknown' : this.#outcome;
+    return this.#outcome === 'not-attempted' && (this.#imageMounts.made || this.#services.any || this.#services.volumesMade) ? 'unknown' : this.#outcome;
   }
 
   /** An allowlist's blocks, with the services' network let out too (the sandbox reaches its services under any network). */

@@ -8,6 +8,18 @@ import { supplyImage, type DockerImageSource } from './image-supply.js';
 
 /** The label naming which of a sandbox's services a container is. */
 export const LABEL_SERVICE = 'berth.service';
+/** The label naming which of a sandbox's volumes (`{ type: 'volume' }` mounts) an engine volume is. */
+export const LABEL_VOLUME = 'berth.volume';
+
+/** The engine volume of a sandbox's volume `name`. */
+export const volumeName = (sandbox: string, name: string) => `${sandbox}-vol-${name}`;
+
+/** A spec's volume mounts as the engine takes them. */
+export function volumeMounts(sandbox: string, mounts: readonly { type: string; name?: string; target: string; readOnly?: boolean }[]): Docker.MountSettings[] {
+  return mounts.flatMap((m) =>
+    m.type === 'volume' && m.name ? [{ Type: 'volume' as const, Source: volumeName(sandbox, m.name), Target: m.target, ReadOnly: m.readOnly === true }] : [],
+  );
+}
 
 /**
  * A sandbox's services (spec.services) on Docker: one container each, named `<sandbox>-<service>`,
@@ -28,6 +40,7 @@ export class DockerServices implements ServiceEngine {
   #ctx: Pick<CreateContext, 'progress' | 'signal'> | undefined;
   /** Whether the network may exist (a create was sent). */
   #networkMade = false;
+  #volumesMade = false;
 
   constructor(docker: Docker, options: DockerBackendOptions, id: string, spec: EnvironmentSpec, sourceOf: (image: ImageSource) => DockerImageSource) {
     this.#docker = docker;
@@ -40,6 +53,25 @@ export class DockerServices implements ServiceEngine {
 
   get any(): boolean {
     return Object.keys(this.#spec.services).length > 0;
+  }
+
+  /** The names of the sandbox's volumes: its own mounts' and its services'. */
+  get volumes(): string[] {
+    const names = [...this.#spec.mounts, ...Object.values(this.#spec.services).flatMap((s) => s.mounts)].flatMap((m) => (m.type === 'volume' ? [m.name] : []));
+    return [...new Set(names)];
+  }
+
+  /** Before any container: the sandbox's volumes, empty, labelled as it is. */
+  async createVolumes(labels: Record<string, string>): Promise<void> {
+    for (const name of this.volumes) {
+      this.#volumesMade = true;
+      await this.#docker.createVolume({ Name: volumeName(this.#id, name), Labels: { ...labels, [LABEL_VOLUME]: name } });
+    }
+  }
+
+  /** Whether a volume may exist (a create was sent). */
+  get volumesMade(): boolean {
+    return this.#volumesMade;
   }
 
   /** The sandbox's own network, which its services and it share. */
@@ -93,6 +125,7 @@ export class DockerServices implements ServiceEngine {
         NetworkMode: this.network,
         ...(service.resources.cpus ? { NanoCpus: Math.round(service.resources.cpus * 1e9) } : {}),
         ...(service.resources.memoryMb ? { Memory: service.resources.memoryMb * 1024 * 1024 } : {}),
+        ...(service.mounts.length ? { Mounts: volumeMounts(this.#id, service.mounts) } : {}),
       },
       NetworkingConfig: { EndpointsConfig: { [this.network]: { Aliases: [name, ...service.aliases] } } },
     });
@@ -220,7 +253,7 @@ export class DockerServices implements ServiceEngine {
 
   /** Removes every service container, then the network; each already gone is fine. */
   async remove(): Promise<void> {
-    if (!this.any && !this.#networkMade) return;
+    if (!this.any && !this.#networkMade && !this.#volumesMade) return;
     const containers = await this.#docker.listContainers({ all: true, filters: { label: [`berth.environment=${this.#id}`, LABEL_SERVICE] } });
     await Promise.all(
       containers.map((c) =>
@@ -232,10 +265,19 @@ export class DockerServices implements ServiceEngine {
           }),
       ),
     );
-    if (!this.#networkMade) return;
-    await removeNetwork(this.#docker, this.network).catch((error: unknown) => {
-      if (statusOf(error) !== 404) throw error;
-    });
+    if (this.#networkMade)
+      await removeNetwork(this.#docker, this.network).catch((error: unknown) => {
+        if (statusOf(error) !== 404) throw error;
+      });
+    // After every container that mounted them (the sandbox's own is removed before this).
+    if (this.#volumesMade)
+      for (const name of this.volumes)
+        await this.#docker
+          .getVolume(volumeName(this.#id, name))
+          .remove()
+          .catch((error: unknown) => {
+            if (statusOf(error) !== 404) throw error;
+          });
   }
 }
 

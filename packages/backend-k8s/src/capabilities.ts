@@ -16,7 +16,8 @@ export const CAPABILITIES: Capabilities = {
   // Its own NetworkPolicy per pod: IP blocks, names resolved by berth (egress-policy.ts).
   networkAllowlist: ALLOWLIST_ENFORCEMENT,
   imageAuth: ['basic', 'identityToken', 'secretName', 'dockerConfig', 'aws'],
-  mounts: ['image', 'bind'],
+  // Volumes: an emptyDir of the pod per name, mounted in the sandbox's container and its services'.
+  mounts: ['image', 'bind', 'volume'],
   imageBuild: false,
   // The exec subresource has no user: the kit's launcher switches users inside the pod.
   execUser: true,

@@ -6,6 +6,8 @@ import { gpuAffinity } from './gpu-affinity.js';
 
 /** The one container of a berth pod. */
 export const CONTAINER = 'main';
+/** The pod's volume of a sandbox's volume `name` (`{ type: 'volume' }` mounts) is `<prefix><name>`. */
+export const VOLUME_PREFIX = 'berth-vol-';
 /** The init container that waits, before the services start, for network 'none' to hold. */
 export const NETWORK_WAIT = 'berth-network-wait';
 /** Init containers that copy image mounts are named `<prefix><index>`. */
@@ -98,6 +100,13 @@ export function podManifest(input: PodInput): V1Pod {
     });
   }
   initContainers.push(...(input.services ?? []));
+  // The sandbox's volumes (shared with its services): an emptyDir of the pod each.
+  const shared = new Set(
+    [...spec.mounts, ...Object.values(spec.services ?? {}).flatMap((s) => s.mounts)].flatMap((m) => (m.type === 'volume' ? [m.name] : [])),
+  );
+  for (const name of shared) volumes.push({ name: `${VOLUME_PREFIX}${name}`, emptyDir: {} });
+  for (const mount of spec.mounts)
+    if (mount.type === 'volume') volumeMounts.push({ name: `${VOLUME_PREFIX}${mount.name}`, mountPath: mount.target, readOnly: mount.readOnly });
   spec.mounts.forEach((mount, i) => {
     if (mount.type !== 'bind') return;
     // A path on the node that runs the pod, not on the machine running berth.

@@ -1,6 +1,7 @@
 import type { V1Container, V1ContainerStatus, V1HostAlias, V1Pod, V1Probe } from '@kubernetes/client-node';
 import { ConfigError, oneShots, type EnvironmentSpec, type Service } from '@berth/core';
 import { BACKEND } from './cluster.js';
+import { VOLUME_PREFIX } from './pod-manifest.js';
 
 /**
  * A sandbox's services (spec.services) as containers of its pod: each a native sidecar (an init
@@ -84,6 +85,9 @@ export function serviceContainers(spec: EnvironmentSpec, images: ServiceImages):
       ...(service.command ? { args: [...service.command] } : {}),
       env: Object.entries(service.env).map(([k, value]) => ({ name: k, value })),
       ...(service.workdir ? { workingDir: service.workdir } : {}),
+      ...(service.mounts.length
+        ? { volumeMounts: service.mounts.map((m) => ({ name: `${VOLUME_PREFIX}${m.name}`, mountPath: m.target, readOnly: m.readOnly })) }
+        : {}),
       ...(uid !== undefined ? { securityContext: { runAsUser: Number(uid), ...(gid !== undefined ? { runAsGroup: Number(gid) } : {}) } } : {}),
       ...(Object.keys(quantities).length ? { resources: { requests: quantities, limits: quantities } } : {}),
       // A one-shot runs to its end before what follows; the rest run beside the sandbox.

@@ -30,6 +30,8 @@ export const CAPABILITIES: Capabilities = {
 };
 
 export const HINTS = {
+  'mounts.volume':
+    "Modal's volumes are not shared live between sandboxes (another sandbox sees a change only after a commit and a reload), and each service is a sandbox of its own here: share files through a service's own API, or run the task on Docker or Kubernetes",
   'mounts.bind': 'upload the files after start (env.uploadDir)',
   'mounts.image':
     "Modal mounts a whole built image into a running sandbox (Sandbox.mount_image), with no subpath and nothing in its API making it read-only, while berth's image mounts are read-only: bake the runtime into the task image instead (image.build: a Dockerfile FROM the task image that COPYs it in)",

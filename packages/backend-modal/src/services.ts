@@ -87,7 +87,13 @@ export class ModalServices implements ServiceEngine {
     );
     // What it may reach at once by name: what started before it (its dependencies among them).
     this.#addresses.set(name, await this.#address(name, sandbox));
-    await this.#writeHosts(name, sandbox, true);
+    try {
+      await this.#writeHosts(name, sandbox, true);
+    } catch (error) {
+      // Its command ran as soon as the gate opened and may have ended under the exec (a one-shot, a
+      // crash): that end is the kit's to judge (completed, or a ServiceStartError), not this exec's.
+      if (!(await endedSoon(sandbox))) throw error;
+    }
   }
 
   /** `work`'s pull and build errors, saying whose image it was. */
@@ -168,7 +174,14 @@ export class ModalServices implements ServiceEngine {
   }
 
   async probe(name: string, argv: readonly string[], timeoutMs: number, signal: AbortSignal) {
-    return run(this.#member(name), argv, timeoutMs, signal);
+    const member = this.#member(name);
+    try {
+      return await run(member, argv, timeoutMs, signal);
+    } catch (error) {
+      // An exec refused or cut because the sandbox ended: a failed probe, whose end the kit then reads.
+      if (await endedSoon(member)) return { code: null, output: '', timedOut: false };
+      throw error;
+    }
   }
 
   async state(name: string): Promise<ServiceState> {
@@ -210,6 +223,16 @@ const ADDRESS_SCRIPT = [
   "[ -n \"$a\" ] || a=$(awk '$1 ~ /^fdaa/ {print $1; exit}' /proc/net/if_inet6 | sed 's/..../&:/g; s/:$//')",
   '[ -n "$a" ] && echo "$a"',
 ].join('\n');
+
+/** Whether a member has ended, given Modal a moment to say so (a container's end reaches its sandbox's status a little later). */
+async function endedSoon(member: ServiceMember, withinMs = 3000): Promise<boolean> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    if (await member.ended().catch(() => undefined)) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
 
 /** Runs argv in a member sandbox: its exit code (null: cut off at `timeoutMs`) and output. */
 async function run(member: ServiceMember, argv: readonly string[], timeoutMs: number, signal: AbortSignal) {

@@ -47,6 +47,7 @@ export const CASE_REQUIREMENTS: Readonly<Record<string, Requirement>> = {
   'services.network-none': SERVICES,
   'services.private-image': SERVICES,
   'services.allowlist': SERVICES,
+  'services.volume': [(c) => c.services && c.mounts.includes('volume'), 'services and volume mounts', 'mounts.volume'],
 };
 
 /** Why a backend with these capabilities cannot run this case (its hint, when it has one), or undefined. */

@@ -245,7 +245,7 @@ export interface Capabilities {
   /** Can a running sandbox's network be switched (spec.networkSwitch, Environment.setNetwork)? */
   networkSwitch: boolean;
   imageAuth: readonly ImageAuthKind[];
-  mounts: ReadonlyArray<'image' | 'bind'>;
+  mounts: ReadonlyArray<'image' | 'bind' | 'volume'>;
   /** Can exec run a command as another user (`opts.user`)? */
   execUser: boolean;
   /** Can exec give a command a pseudo-terminal (`opts.tty`)? */
@@ -332,6 +332,7 @@ export type CapabilityHints = Partial<
     | 'resources.storage'
     | 'mounts.image'
     | 'mounts.bind'
+    | 'mounts.volume'
     | 'imageBuild'
     | 'imageAuth'
     | 'snapshot'

@@ -77,6 +77,8 @@ export {
   ServiceSchema,
   ServicesSchema,
   ServiceHealthcheckSchema,
+  VolumeMountSchema,
+  type VolumeMount,
   oneShots,
   type Service,
   type ServiceInput,

@@ -20,6 +20,21 @@ const serviceName = z
 
 const ms = z.number().int().positive();
 
+/**
+ * A volume of the sandbox's own, shared between it and its services (compose's named volumes):
+ * made empty with the sandbox, removed with it; every mount of one name sees the same files.
+ */
+export const VolumeMountSchema = z.strictObject({
+  type: z.literal('volume'),
+  name: z.string().regex(SERVICE_NAME, 'a volume name is a DNS label: lowercase letters, digits and "-", at most 63'),
+  target: z
+    .string()
+    .min(1)
+    .refine((p) => p.startsWith('/'), { message: 'must be an absolute path inside the sandbox (start with /)' }),
+  readOnly: z.boolean().default(false),
+});
+export type VolumeMount = z.output<typeof VolumeMountSchema>;
+
 /** compose's healthcheck, in milliseconds; its defaults are compose's (interval 30 s, timeout 30 s, 3 retries, start interval 5 s). */
 export const ServiceHealthcheckSchema = z.strictObject({
   /** An argv run in the service's container (compose's CMD-SHELL is ['sh', '-c', '...']); exit 0 is healthy. */
@@ -58,6 +73,8 @@ export const ServiceSchema = z.strictObject({
   /** Other names the sandbox reaches it by (compose's network aliases). */
   aliases: z.array(serviceName).default([]),
   healthcheck: ServiceHealthcheckSchema.optional(),
+  /** Volumes it shares with the sandbox and the other services (spec.mounts' `{ type: 'volume' }`). */
+  mounts: z.array(VolumeMountSchema).default([]),
   /** Services this one starts after, and what it waits for of each. */
   dependsOn: z.record(serviceName, ServiceConditionSchema).default({}),
   resources: z

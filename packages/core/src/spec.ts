@@ -17,7 +17,7 @@ export {
   type ImageSource,
 } from './image-input.js';
 import { ImageInputSchema, PulledImageInputSchema, type ImageSource } from './image-input.js';
-import { ServiceConditionSchema, ServicesSchema, servicesProblem, type Service } from './services.js';
+import { ServiceConditionSchema, ServicesSchema, VolumeMountSchema, servicesProblem, type Service } from './services.js';
 
 const absolutePath = z
   .string()
@@ -63,6 +63,8 @@ export const MountSchema = z.discriminatedUnion('type', [
     subpath: z.string().optional(),
     target: absolutePath,
   }),
+  /** A volume of the sandbox's own, shared with its services (services.ts). */
+  VolumeMountSchema,
   /** A host directory (Docker) or host path (Kubernetes). */
   z.strictObject({
     type: z.literal('bind'),

@@ -25,6 +25,7 @@ describe('spec.services', () => {
       aliases: [],
       dependsOn: {},
       resources: {},
+      mounts: [],
       healthcheck: { command: ['pg_isready'], intervalMs: 30_000, timeoutMs: 30_000, retries: 3, startPeriodMs: 0, startIntervalMs: 5_000 },
     });
     expect(parsed.services.web!.dependsOn).toEqual({ db: 'healthy' });

@@ -1,5 +1,5 @@
 import { isAbsolute, relative, resolve } from 'node:path';
-import { SERVICE_NAME, type ServiceCondition, type ServiceInput } from '@berth/core';
+import { SERVICE_NAME, type ServiceCondition, type ServiceInput, type VolumeMount } from '@berth/core';
 import { parse } from 'yaml';
 import type { HostEnv } from './env-template.js';
 import { fieldError } from './task-toml.js';
@@ -19,6 +19,8 @@ export interface ComposeEnvironment {
   mainEnv: Record<string, string>;
   /** `main`'s depends_on: the sandbox's own (spec.dependsOn; a service it waits to complete is a one-shot). */
   mainDependsOn: Record<string, ServiceCondition>;
+  /** `main`'s named volumes: the sandbox's `{ type: 'volume' }` mounts (spec.mounts). */
+  mainMounts: VolumeMount[];
 }
 
 /** What harbor puts in compose's environment (compose_env.py), besides the host's and the task's. */
@@ -36,6 +38,7 @@ const MAIN_KEYS = new Set([
   'depends_on',
   'environment',
   'networks',
+  'volumes',
   'pull_policy',
   'platform',
   'init',
@@ -55,6 +58,7 @@ const SERVICE_KEYS = new Set([
   'user',
   'working_dir',
   'networks',
+  'volumes',
   'deploy',
   'cpus',
   'mem_limit',
@@ -74,7 +78,7 @@ export const IGNORED = [
   'tty',
   'stdin_open',
 ];
-const TOP_KEYS = new Set(['services', 'version', 'name', 'networks']);
+const TOP_KEYS = new Set(['services', 'version', 'name', 'networks', 'volumes']);
 
 export function readCompose(file: string, text: string, vars: ComposeVariables, host: HostEnv, taskEnv: Readonly<Record<string, string>>): ComposeEnvironment {
   const fail = (at: string, message: string) => fieldError(file, at, message);
@@ -96,18 +100,18 @@ export function readCompose(file: string, text: string, vars: ComposeVariables, 
   if (!isMap(root)) throw fail('docker-compose.yaml', 'is not a compose file (a mapping with services)');
   for (const key of Object.keys(root)) {
     if (key.startsWith('x-')) continue;
-    if (key === 'volumes')
-      throw fail('volumes', 'are not run by berth yet (volumes shared between containers): copy files in with the image, or run this task with harbor itself');
     if (!TOP_KEYS.has(key)) throw fail(key, 'is a compose key berth does not run');
   }
   const networks = root.networks;
   if (networks !== undefined && (!isMap(networks) || Object.keys(networks).some((n) => n !== 'default')))
     throw fail('networks', 'other than default are not run by berth: every service shares one network with the sandbox, reached by name; remove them');
+  const named = namedVolumes(root.volumes, fail);
   const servicesIn = root.services;
   if (!isMap(servicesIn)) throw fail('services', 'must be a mapping of service names');
 
   let mainEnv: Record<string, string> = {};
   let mainDependsOn: Record<string, ServiceCondition> = {};
+  let mainMounts: VolumeMount[] = [];
   const services: Record<string, ServiceInput> = {};
   for (const [name, value] of Object.entries(servicesIn)) {
     const at = `services.${name}`;
@@ -118,6 +122,7 @@ export function readCompose(file: string, text: string, vars: ComposeVariables, 
       checkMain(value, vars, fail);
       mainEnv = environmentOf(value.environment, env, `${at}.environment`, fail);
       if (value.depends_on !== undefined) mainDependsOn = dependsOf(value.depends_on, `${at}.depends_on`, fail);
+      if (value.volumes !== undefined) mainMounts = volumesOf(value.volumes, named, `${at}.volumes`, fail);
       continue;
     }
     if (!SERVICE_NAME.test(name)) throw fail(at, 'is not a name berth can give a service: lowercase letters, digits and "-" (a DNS label)');
@@ -125,10 +130,14 @@ export function readCompose(file: string, text: string, vars: ComposeVariables, 
       if (!SERVICE_KEYS.has(key) && !key.startsWith('x-')) throw fail(`${at}.${key}`, 'is a compose key berth does not run for a service');
     }
     services[name] = serviceOf(value, at, env, fail);
+    if (value.volumes !== undefined) {
+      const mounts = volumesOf(value.volumes, named, `${at}.volumes`, fail);
+      if (mounts.length) services[name]!.mounts = mounts;
+    }
   }
   // A service waiting for main: main is up before any service here (the sandbox starts first).
   for (const service of Object.values(services)) if (service.dependsOn) delete service.dependsOn.main;
-  return { services, mainEnv, mainDependsOn };
+  return { services, mainEnv, mainDependsOn, mainMounts };
 }
 
 type Fail = (at: string, message: string) => Error;
@@ -384,6 +393,52 @@ function substitute(text: string, env: HostEnv, fail: (message: string) => Error
     if (op.endsWith('-')) return unset ? substitute(arg ?? '', env, fail) : value!;
     if (unset) throw fail(`needs the variable ${name}: ${arg || 'it is not set'}`);
     return value!;
+  });
+}
+
+/** The top-level `volumes:`: plain named volumes (no driver, options or external ones: those are a host's). */
+function namedVolumes(value: unknown, fail: Fail): Set<string> {
+  if (value === undefined || value === null) return new Set();
+  if (!isMap(value)) throw fail('volumes', 'is a mapping of volume names');
+  for (const [name, config] of Object.entries(value)) {
+    if (!SERVICE_NAME.test(name)) throw fail(`volumes.${name}`, 'is not a name berth can give a volume: lowercase letters, digits and "-"');
+    if (config === null || config === undefined) continue;
+    if (!isMap(config)) throw fail(`volumes.${name}`, 'is a mapping');
+    for (const key of Object.keys(config))
+      if (key !== 'name' && key !== 'labels') throw fail(`volumes.${name}.${key}`, "is not run by berth: a sandbox's volumes start empty and go with it");
+  }
+  return new Set(Object.keys(value));
+}
+
+/** A service's (or main's) `volumes:`: named volumes only; a host path (a bind) is refused, it is the host's. */
+function volumesOf(value: unknown, named: ReadonlySet<string>, at: string, fail: Fail): VolumeMount[] {
+  if (!Array.isArray(value)) throw fail(at, 'is a list');
+  return value.map((entry, i) => {
+    let source: string;
+    let target: string;
+    let readOnly = false;
+    if (typeof entry === 'string') {
+      const [s, t, mode] = entry.split(':');
+      source = s ?? '';
+      target = t ?? '';
+      readOnly = mode === 'ro';
+      if (mode !== undefined && mode !== 'ro' && mode !== 'rw') throw fail(`${at}[${i}]`, `has the mode ${mode}: ro or rw`);
+    } else if (isMap(entry)) {
+      if (entry.type !== undefined && entry.type !== 'volume')
+        throw fail(`${at}[${i}].type`, `is ${String(entry.type)}: berth runs named volumes only (a bind is a path of the host)`);
+      source = String(entry.source ?? '');
+      target = String(entry.target ?? '');
+      readOnly = entry.read_only === true;
+    } else throw fail(`${at}[${i}]`, 'is "name:/path[:ro]" or { type: volume, source, target, read_only? }');
+    if (!named.has(source)) {
+      const hostPath = source === '' || source.startsWith('.') || source.startsWith('/') || source.startsWith('~');
+      throw fail(
+        `${at}[${i}]`,
+        `(${JSON.stringify(entry)}) ${hostPath ? 'mounts a path of the host, which berth does not run: copy the files in with the image, or share a named volume' : `names the volume ${source}, which the top-level volumes do not declare`}`,
+      );
+    }
+    if (!target.startsWith('/')) throw fail(`${at}[${i}]`, 'has no absolute target path');
+    return { type: 'volume' as const, name: source, target, readOnly };
   });
 }
 

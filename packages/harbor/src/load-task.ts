@@ -208,6 +208,7 @@ export async function loadHarborTask(dir: string, options: LoadOptions = {}): Pr
     ...(healthcheck ? { healthcheck } : {}),
     ...(composed && Object.keys(composed.services).length ? { services: composed.services } : {}),
     ...(composed && Object.keys(composed.mainDependsOn).length ? { dependsOn: composed.mainDependsOn } : {}),
+    ...(composed?.mainMounts.length ? { volumes: composed.mainMounts } : {}),
     ...(verifierEnvironment ? { verifierEnvironment } : {}),
     artifacts: artifactsOf(configPath, toml, notes),
     ...(verifierCollect.length > 0 ? { verifierCollect } : {}),

@@ -111,6 +111,7 @@ export function buildSpec(
     env: task.env.environment,
     ...(task.workdir ? { workdir: task.workdir } : {}),
     ...(task.services ? { services: task.services, ...(task.dependsOn ? { dependsOn: task.dependsOn } : {}) } : {}),
+    ...(task.volumes ? { volumes: task.volumes } : {}),
   };
   return sandboxSpec(task, sandbox, 'environment', { network: task.network.environment, networkSwitch: switched }, backend, overrides, hostEnv);
 }
@@ -136,6 +137,7 @@ interface SandboxDescription {
   workdir?: string;
   services?: HarborTask['services'];
   dependsOn?: HarborTask['dependsOn'];
+  volumes?: HarborTask['volumes'];
 }
 
 function sandboxSpec(
@@ -173,6 +175,7 @@ function sandboxSpec(
     ...(sandbox.workdir ? { workdir: sandbox.workdir } : {}),
     ...(sandbox.services ? { services: sandbox.services } : {}),
     ...(sandbox.dependsOn ? { dependsOn: sandbox.dependsOn } : {}),
+    ...(sandbox.volumes ? { mounts: [...sandbox.volumes] } : {}),
     labels: { [LABEL_TASK]: taskLabelValue(task.id) },
   };
   if (overrides === undefined) return { spec, notes };

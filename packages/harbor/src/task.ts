@@ -1,4 +1,4 @@
-import type { NetworkAllowlist, ServiceCondition, ServiceInput } from '@berth/core';
+import type { NetworkAllowlist, ServiceCondition, ServiceInput, VolumeMount } from '@berth/core';
 import type { HarborExceptionInfo } from './exception-info.js';
 
 /** A phase's network, as berth applies it: harbor's 'public', 'no-network' as 'none', or "allowlist" as `{ allow: allowed_hosts }`. */
@@ -121,6 +121,8 @@ export interface HarborTask {
   services?: Record<string, ServiceInput>;
   /** main's depends_on in the compose file: spec.dependsOn. */
   dependsOn?: Record<string, ServiceCondition>;
+  /** main's named volumes in the compose file (shared with services): spec.mounts' `{ type: 'volume' }`. */
+  volumes?: VolumeMount[];
   /** `[environment] docker_image`, else environment/Dockerfile built with environment/ as the context. */
   image: { ref: string } | { build: { context: string; dockerfile: string } };
   /** `[environment] build_timeout_sec`, default 600. */

@@ -42,6 +42,27 @@ services:
     });
   });
 
+  it("maps named volumes (top-level volumes:) to { type: 'volume' } mounts of main and the services, read-only where :ro", () => {
+    const out = read(`
+services:
+  main:
+    volumes: ["data:/shared"]
+  db:
+    image: busybox
+    volumes:
+      - data:/var/lib/db:ro
+      - { type: volume, source: cache, target: /cache }
+volumes:
+  data: {}
+  cache:
+`);
+    expect(out.mainMounts).toEqual([{ type: 'volume', name: 'data', target: '/shared', readOnly: false }]);
+    expect(out.services.db?.mounts).toEqual([
+      { type: 'volume', name: 'data', target: '/var/lib/db', readOnly: true },
+      { type: 'volume', name: 'cache', target: '/cache', readOnly: false },
+    ]);
+  });
+
   it("interpolates as compose does, from the host's environment under the task's [environment.env] and harbor's variables", () => {
     const out = read(
       `
@@ -65,13 +86,14 @@ services:
   });
 
   it.each([
-    ['services:\n  db:\n    image: x\n    volumes: ["./data:/data"]\n', 'services.db.volumes'],
+    ['services:\n  db:\n    image: x\n    volumes: ["./data:/data"]\n', 'services.db.volumes[0]'],
+    ['services:\n  db:\n    image: x\n    volumes: ["other:/data"]\n', 'services.db.volumes[0]'],
     ['services:\n  db:\n    image: x\n    privileged: true\n', 'services.db.privileged'],
     ['services:\n  main:\n    network_mode: none\n', 'services.main.network_mode'],
     ['services:\n  main:\n    image: other\n', 'services.main.image'],
     ['services:\n  db:\n    image: x\n    networks: [backend]\n', 'services.db.networks'],
     ['services:\n  db_1:\n    image: x\n', 'services.db_1'],
-    ['services:\n  db:\n    image: x\nvolumes:\n  data: {}\n', 'volumes'],
+    ['services:\n  db:\n    image: x\nvolumes:\n  data:\n    driver: local\n', 'volumes.data.driver'],
     ['services:\n  db:\n    image: x\n    healthcheck: { test: ["CMD", "true"], interval: soon }\n', 'services.db.healthcheck.interval'],
   ])('refuses %j by name, before any I/O', (yaml, path) => {
     let error: unknown;

@@ -15,14 +15,14 @@ const CORPUS = fileURLToPath(new URL('../../../test/fixtures/harbor-corpus/', im
 
 /** What each file must come to: loaded, or refused with this error type and field. */
 const REFUSED: Record<string, [type: 'ConfigError' | 'CapabilityError', field: string]> = {
-  // Compose tasks load (their services become spec.services: compose.unit.test.ts); these mount
-  // host paths into main (harbor's legacy log binds, a dataset directory), which berth does not.
+  // Compose tasks load (their services become spec.services: compose.unit.test.ts); these two set
+  // harbor's legacy main overrides (deploy limits from ${CPUS}, log and dataset host binds), which berth does not run.
   // 09's docker-compose.yml is not a file harbor reads (only .yaml): it loads as harbor runs it.
-  '12-quesma-airgapped-compose': ['ConfigError', 'services.main.volumes'],
+  '12-quesma-airgapped-compose': ['ConfigError', 'services.main.deploy'],
   '13-openagora-lookalike-nonharbor': ['ConfigError', 'environment.docker_image'],
   '15-titanium-task-only-no-env': ['ConfigError', 'environment.docker_image'],
   '21-expo-healthcheck-no-dockerfile': ['ConfigError', 'environment.docker_image'],
-  '25-humanevalpack-compose-shared-volume': ['ConfigError', 'services.main.volumes'],
+  '25-humanevalpack-compose-shared-volume': ['ConfigError', 'services.main.deploy'],
   '28-opsskills-skills-dir-no-dockerfile': ['ConfigError', 'environment.docker_image'],
   '35-raft-nonstandard-scoring-hardware': ['ConfigError', 'environment.docker_image'],
   '40-infrabench-vm-cluster-nodes': ['ConfigError', 'environment.docker_image'],

@@ -226,5 +226,6 @@ async function withCompose(spec: EnvironmentSpecInput, compose: NonNullable<Para
     env: { ...read.mainEnv, ...(spec.env ?? {}) },
     ...(Object.keys(read.services).length ? { services: read.services } : {}),
     ...(Object.keys(read.mainDependsOn).length ? { dependsOn: read.mainDependsOn } : {}),
+    ...(read.mainMounts.length ? { mounts: [...(spec.mounts ?? []), ...read.mainMounts] } : {}),
   };
 }

@@ -93,7 +93,14 @@ export const dockerConformance: ConformanceOptions = {
       });
       // And the services' networks (services.ts), labelled the same.
       const networks = await docker.listNetworks({ filters: { label: [`berth.session=${SESSION_ID}`, `berth.owner-pid=${process.pid}`] } });
-      return [...containers.map((c) => c.Names[0]?.replace(/^\//, '') ?? c.Id), ...networks.map((n) => `network/${n.Name}`)];
+      // And the sandboxes' own volumes (services.ts).
+      const volumes =
+        (await docker.listVolumes({ filters: { label: [`berth.session=${SESSION_ID}`, `berth.owner-pid=${process.pid}`, 'berth.volume'] } })).Volumes ?? [];
+      return [
+        ...containers.map((c) => c.Names[0]?.replace(/^\//, '') ?? c.Id),
+        ...networks.map((n) => `network/${n.Name}`),
+        ...volumes.map((v) => `volume/${v.Name}`),
+      ];
     },
   },
 };

@@ -201,6 +201,32 @@ export function serviceCases(h: Harness): void {
     });
 
     h.defineCase({
+      id: 'services.volume',
+      title:
+        "a volume shared by the sandbox and a service (compose's named volume, read-only in the service): what the sandbox writes there the service serves",
+      timeoutMs: 120_000,
+      run: async () => {
+        await h.withEnv(
+          {
+            mounts: [{ type: 'volume', name: 'shared', target: '/shared' }],
+            services: {
+              web: {
+                image: h.options.images.basic,
+                command: ['httpd', '-f', '-p', '18090', '-h', '/www'],
+                ports: [18090],
+                mounts: [{ type: 'volume', name: 'shared', target: '/www', readOnly: true }],
+              },
+            },
+          },
+          async (env) => {
+            expect((await env.exec('printf from-the-sandbox > /shared/index.html')).exitCode).toBe(0);
+            expect(await fetchFrom(env, 'web', 18090), 'the service did not see what the sandbox wrote into the volume').toBe('from-the-sandbox');
+          },
+        );
+      },
+    });
+
+    h.defineCase({
       id: 'services.lost',
       title:
         "a service killed while the sandbox runs: the sandbox's next failing command, or its next command once the backend saw it, is a SandboxLostError naming the service",

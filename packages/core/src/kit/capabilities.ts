@@ -71,6 +71,12 @@ export function assertSupported(spec: EnvironmentSpec, capabilities: Capabilitie
     throw refuse('resources.storage', 'cannot limit storage (resources.storageMb)', 'leave it unset for this backend');
   }
   for (const [name, service] of Object.entries(spec.services)) {
+    if (service.mounts.length > 0 && !capabilities.mounts.includes('volume'))
+      throw refuse(
+        'mounts.volume',
+        `cannot share volumes between a sandbox and its services (spec.services.${name}.mounts)`,
+        'share files through a service of its own instead',
+      );
     if (isBuiltImage(service.image) && !capabilities.imageBuild)
       throw refuse(
         'imageBuild',

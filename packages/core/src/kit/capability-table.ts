@@ -57,6 +57,7 @@ const ROWS: Row[] = [
   ['Dockerfile builds (`image.build`)', (c) => c.imageBuild, 'imageBuild'],
   ['bind mounts', (c) => c.mounts.includes('bind'), 'mounts.bind'],
   ['image mounts (an agent runtime from another image)', (c) => c.mounts.includes('image'), 'mounts.image'],
+  ["volumes shared with services (`{ type: 'volume' }`: compose's named volumes)", (c) => c.mounts.includes('volume'), 'mounts.volume'],
   ['snapshots (`env.snapshot()`: an image of the filesystem)', (c) => c.snapshot, 'snapshot'],
   ["services (`spec.services`: a compose file's other containers, reached by name)", (c) => c.services, 'services'],
   ...AUTH.map(([kind, words]): Row => [`registry auth: ${words}`, (c) => c.imageAuth.includes(kind), 'imageAuth']),
