@@ -1,6 +1,8 @@
 import { isAbsolute, relative, resolve } from 'node:path';
 import { SERVICE_NAME, type ServiceCondition, type ServiceInput, type VolumeMount } from '@berth/core';
 import { parse } from 'yaml';
+import type { z } from 'zod';
+import { ComposeFileSchema, ComposeMainSchema, ComposeServiceSchema, composeIssue, withoutExtensions } from './compose-schema.js';
 import type { HostEnv } from './env-template.js';
 import { fieldError } from './task-toml.js';
 
@@ -31,54 +33,7 @@ export interface ComposeVariables {
   memoryMb?: number;
 }
 
-const MAIN_KEYS = new Set([
-  'image',
-  'build',
-  'command',
-  'depends_on',
-  'environment',
-  'networks',
-  'volumes',
-  'pull_policy',
-  'platform',
-  'init',
-  'container_name',
-  'labels',
-]);
-const SERVICE_KEYS = new Set([
-  'image',
-  'build',
-  'command',
-  'entrypoint',
-  'environment',
-  'healthcheck',
-  'depends_on',
-  'expose',
-  'ports',
-  'user',
-  'working_dir',
-  'networks',
-  'volumes',
-  'deploy',
-  'cpus',
-  'mem_limit',
-  ...['restart', 'hostname', 'container_name', 'pull_policy', 'platform', 'init', 'labels', 'stop_grace_period', 'stop_signal', 'tty', 'stdin_open'],
-]);
-/** Accepted and without effect: berth names containers itself, pulls by its own policy, restarts nothing (a service that ends is the sandbox's loss). */
-export const IGNORED = [
-  'restart',
-  'hostname',
-  'container_name',
-  'pull_policy',
-  'platform',
-  'init',
-  'labels',
-  'stop_grace_period',
-  'stop_signal',
-  'tty',
-  'stdin_open',
-];
-const TOP_KEYS = new Set(['services', 'version', 'name', 'networks', 'volumes']);
+export { IGNORED } from './compose-schema.js';
 
 export function readCompose(file: string, text: string, vars: ComposeVariables, host: HostEnv, taskEnv: Readonly<Record<string, string>>): ComposeEnvironment {
   const fail = (at: string, message: string) => fieldError(file, at, message);
@@ -96,12 +51,10 @@ export function readCompose(file: string, text: string, vars: ComposeVariables, 
     ...(vars.cpus !== undefined ? { CPUS: String(vars.cpus) } : {}),
     ...(vars.memoryMb !== undefined ? { MEMORY: `${vars.memoryMb}M` } : {}),
   };
-  const root = interpolate(raw, env, (at, message) => fail(at, message), '');
-  if (!isMap(root)) throw fail('docker-compose.yaml', 'is not a compose file (a mapping with services)');
-  for (const key of Object.keys(root)) {
-    if (key.startsWith('x-')) continue;
-    if (!TOP_KEYS.has(key)) throw fail(key, 'is a compose key berth does not run');
-  }
+  const interpolated = interpolate(raw, env, (at, message) => fail(at, message), '');
+  if (!isMap(interpolated)) throw fail('docker-compose.yaml', 'is not a compose file (a mapping with services)');
+  const root = withoutExtensions(interpolated);
+  check(ComposeFileSchema, root, '', 'is a compose key berth does not run', fail);
   const networks = root.networks;
   if (networks !== undefined && (!isMap(networks) || Object.keys(networks).some((n) => n !== 'default')))
     throw fail('networks', 'other than default are not run by berth: every service shares one network with the sandbox, reached by name; remove them');
@@ -117,8 +70,7 @@ export function readCompose(file: string, text: string, vars: ComposeVariables, 
     const at = `services.${name}`;
     if (!isMap(value)) throw fail(at, 'must be a mapping');
     if (name === 'main') {
-      for (const key of Object.keys(value))
-        if (!MAIN_KEYS.has(key)) throw fail(`${at}.${key}`, "is not run by berth on main: harbor's main is the sandbox, with the task's image");
+      check(ComposeMainSchema, withoutExtensions(value), at, "is not run by berth on main: harbor's main is the sandbox, with the task's image", fail);
       checkMain(value, vars, fail);
       mainEnv = environmentOf(value.environment, env, `${at}.environment`, fail);
       if (value.depends_on !== undefined) mainDependsOn = dependsOf(value.depends_on, `${at}.depends_on`, fail);
@@ -126,9 +78,7 @@ export function readCompose(file: string, text: string, vars: ComposeVariables, 
       continue;
     }
     if (!SERVICE_NAME.test(name)) throw fail(at, 'is not a name berth can give a service: lowercase letters, digits and "-" (a DNS label)');
-    for (const key of Object.keys(value)) {
-      if (!SERVICE_KEYS.has(key) && !key.startsWith('x-')) throw fail(`${at}.${key}`, 'is a compose key berth does not run for a service');
-    }
+    check(ComposeServiceSchema, withoutExtensions(value), at, 'is a compose key berth does not run for a service', fail);
     services[name] = serviceOf(value, at, env, fail);
     if (value.volumes !== undefined) {
       const mounts = volumesOf(value.volumes, named, `${at}.volumes`, fail);
@@ -141,6 +91,14 @@ export function readCompose(file: string, text: string, vars: ComposeVariables, 
 }
 
 type Fail = (at: string, message: string) => Error;
+
+/** `value` against a compose schema; its first problem refused by path. */
+function check(schema: z.ZodType, value: unknown, at: string, unknownKey: string, fail: Fail): void {
+  const result = schema.safeParse(value);
+  if (result.success) return;
+  const { path, message } = composeIssue(result.error, at, unknownKey);
+  throw fail(path || 'docker-compose.yaml', message);
+}
 
 function checkMain(main: Record<string, unknown>, vars: ComposeVariables, fail: Fail): void {
   if (main.image !== undefined && main.image !== vars.mainImageName)
