@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { ImageBuildError, ImagePullError, oneShots, type EnvironmentSpec, type ImageSource, type Service } from '@berth/core';
+import { oneShots, type EnvironmentSpec, type ImageSource, type Service } from '@berth/core';
 import { SERVICES_HOSTS_MARK, hostsFileCommand, type CreateContext, type ServiceEngine, type ServiceState } from '@berth/core/backend-kit';
 import { DockerStreamDemuxer } from './demux.js';
 import { dockerMessage, statusOf } from './docker-errors.js';
@@ -135,34 +135,7 @@ export class DockerServices implements ServiceEngine {
   }
 
   async #supply(name: string, service: Service, ctx: Pick<CreateContext, 'progress' | 'signal'>): Promise<string> {
-    try {
-      return (await supplyImage(this.#docker, this.#options, this.#sourceOf(service.image), this.#id, ctx, `service ${name}`)).canonical;
-    } catch (error) {
-      // The same error, saying whose image it was.
-      if (ImagePullError.isInstance(error))
-        throw new ImagePullError({
-          ...this.#errorCtx('pull'),
-          reason: error.reason,
-          image: error.image,
-          message: `service ${name}: ${error.message}`,
-          cause: error,
-        });
-      if (ImageBuildError.isInstance(error))
-        throw new ImageBuildError({
-          ...this.#errorCtx('build'),
-          reason: error.reason,
-          context: error.context,
-          ...(error.step !== undefined ? { step: error.step } : {}),
-          logTail: error.logTail,
-          message: `service ${name}: ${error.message}`,
-          cause: error,
-        });
-      throw error;
-    }
-  }
-
-  #errorCtx(operation: 'pull' | 'build') {
-    return { operation, backend: 'docker', environmentId: this.#id };
+    return (await supplyImage(this.#docker, this.#options, this.#sourceOf(service.image), this.#id, ctx, `service ${name}`)).canonical;
   }
 
   #publicNetwork(): string {

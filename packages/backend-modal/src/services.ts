@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ConfigError, ImageBuildError, ImagePullError, isBuiltImage, type EnvironmentSpec, type ImageSource, type Service } from '@berth/core';
+import { ConfigError, isBuiltImage, type EnvironmentSpec, type ImageSource, type Service } from '@berth/core';
 import {
   SERVICES_HOSTS_MARK,
   hostsFileCommand,
@@ -75,16 +75,14 @@ export class ModalServices implements ServiceEngine {
     const sandbox = this.#make(name, spec, service.image, ['/bin/sh', '-c', GATE_SCRIPT, 'berth-service', ...entrypoint]);
     this.#members.set(name, sandbox);
     const ctx = this.#ctx;
-    await this.#named(name, () =>
-      sandbox.create({
-        labels: { ...(ctx?.labels ?? {}), 'berth.service': name },
-        signal,
-        progress: (update) =>
-          ctx?.progress({ ...(update.status ? { status: `service ${name}: ${update.status}` } : {}), ...(update.build ? { build: update.build } : {}) }),
-        notify: () => undefined,
-        lost: () => undefined,
-      }),
-    );
+    await sandbox.create({
+      labels: { ...(ctx?.labels ?? {}), 'berth.service': name },
+      signal,
+      progress: (update) =>
+        ctx?.progress({ ...(update.status ? { status: `service ${name}: ${update.status}` } : {}), ...(update.build ? { build: update.build } : {}) }),
+      notify: () => undefined,
+      lost: () => undefined,
+    });
     // What it may reach at once by name: what started before it (its dependencies among them).
     this.#addresses.set(name, await this.#address(name, sandbox));
     try {
@@ -93,37 +91,6 @@ export class ModalServices implements ServiceEngine {
       // Its command ran as soon as the gate opened and may have ended under the exec (a one-shot, a
       // crash): that end is the kit's to judge (completed, or a ServiceStartError), not this exec's.
       if (!(await endedSoon(sandbox))) throw error;
-    }
-  }
-
-  /** `work`'s pull and build errors, saying whose image it was. */
-  async #named(name: string, work: () => Promise<void>): Promise<void> {
-    try {
-      await work();
-    } catch (error) {
-      if (ImagePullError.isInstance(error))
-        throw new ImagePullError({
-          operation: 'pull',
-          backend: BACKEND,
-          environmentId: this.#id,
-          reason: error.reason,
-          image: error.image,
-          message: `service ${name}: ${error.message}`,
-          cause: error,
-        });
-      if (ImageBuildError.isInstance(error))
-        throw new ImageBuildError({
-          operation: 'build',
-          backend: BACKEND,
-          environmentId: this.#id,
-          reason: error.reason,
-          context: error.context,
-          ...(error.step !== undefined ? { step: error.step } : {}),
-          logTail: error.logTail,
-          message: `service ${name}: ${error.message}`,
-          cause: error,
-        });
-      throw error;
     }
   }
 

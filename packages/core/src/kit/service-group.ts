@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BerthError, ServiceStartError } from '../errors.js';
+import { BerthError, ImageBuildError, ImagePullError, ServiceStartError } from '../errors.js';
 import { oneShots, type Service, type ServiceCondition, type ServiceHealthcheck } from '../services.js';
 
 /** How a service is now, as its engine tells it. */
@@ -65,7 +65,9 @@ export async function startServices(
       await Promise.all(Object.entries(service.dependsOn).map(([dep, condition]) => reached(dep, condition)));
       abort.signal.throwIfAborted();
       ctx.status(`starting service ${name}`);
-      await engine.start(name, abort.signal);
+      await engine.start(name, abort.signal).catch((error: unknown) => {
+        throw namedImageError(name, error, ctx);
+      });
     })();
     started.set(name, start);
     up.set(
@@ -145,6 +147,24 @@ export async function startServices(
   } finally {
     ctx.signal.removeEventListener('abort', onAbort);
   }
+}
+
+/** A service's image that could not be pulled or built: the same error, saying whose image it was. */
+function namedImageError(name: string, error: unknown, ctx: ServiceGroupContext): unknown {
+  const at = { backend: ctx.backend, environmentId: ctx.environmentId, cause: error };
+  if (ImagePullError.isInstance(error))
+    return new ImagePullError({ ...at, operation: 'pull', reason: error.reason, image: error.image, message: `service ${name}: ${error.message}` });
+  if (ImageBuildError.isInstance(error))
+    return new ImageBuildError({
+      ...at,
+      operation: 'build',
+      reason: error.reason,
+      context: error.context,
+      ...(error.step !== undefined ? { step: error.step } : {}),
+      logTail: error.logTail,
+      message: `service ${name}: ${error.message}`,
+    });
+  return error;
 }
 
 /** The last `lines` lines of a log. */
