@@ -17,6 +17,27 @@ async function containers(filter: string[]) {
 }
 
 /** The suite's options against `sim`; every backend made is pushed on `backends`, for the caller to close. */
+/**
+ * Kills the simulator's containers with these tags, then waits until the simulator has ended their
+ * sandboxes (the contract of faults.kill): it removes a container when it does, and only then
+ * reports the sandbox finished. Bounded well inside a case's 30 s, so that this error, not the
+ * case's timeout, says what went wrong; a kill that found nothing would let the case go on as if it had.
+ */
+async function killTagged(label: string[], what: string): Promise<void> {
+  const found = await containers(label);
+  if (found.length === 0) throw new Error(`${what}: no such simulator container`);
+  for (const c of found)
+    await docker
+      .getContainer(c.Id)
+      .kill()
+      .catch(() => undefined);
+  const deadline = Date.now() + KILL_SETTLE_MS;
+  while ((await containers(label)).length > 0) {
+    if (Date.now() > deadline) throw new Error(`${what} was still there ${KILL_SETTLE_MS / 1000} s after it was killed`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 export function modalConformance(sim: ModalSimulator, backends: Array<{ close(): Promise<void> }>): ConformanceOptions {
   return {
     name: 'modal',
@@ -38,43 +59,11 @@ export function modalConformance(sim: ModalSimulator, backends: Array<{ close():
     // Port 443 of the gateway: the simulator matches domains on connections to that port, as Modal does.
     serverNameListener: async () => listenForServerNames(await bridgeGateway(docker)),
     faults: {
-      // A service's own sandbox (services.ts) killed under Modal, found by its tags.
-      killService: async (env, service) => {
-        const label = [`modal.tag.berth.environment=${env.id}`, `modal.tag.berth.service=${service}`];
-        const found = await containers(label);
-        if (found.length === 0) throw new Error(`faults.killService: no simulator container is service ${service} of ${env.id}`);
-        for (const c of found)
-          await docker
-            .getContainer(c.Id)
-            .kill()
-            .catch(() => undefined);
-        const deadline = Date.now() + KILL_SETTLE_MS;
-        while ((await containers(label)).length > 0) {
-          if (Date.now() > deadline)
-            throw new Error(`faults.killService: service ${service} of ${env.id} was still there ${KILL_SETTLE_MS / 1000} s after it was killed`);
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      },
       // The container killed under Modal, as a worker failure would.
-      kill: async (env) => {
-        const label = [`modal.tag.berth.environment=${env.id}`];
-        const found = await containers(label);
-        // A kill that found nothing to kill would let the case go on as if it had.
-        if (found.length === 0) throw new Error(`faults.kill: no simulator container carries environment ${env.id}`);
-        for (const c of found)
-          await docker
-            .getContainer(c.Id)
-            .kill()
-            .catch(() => undefined);
-        // Until the simulator has ended the sandbox (the contract of faults.kill): it removes the
-        // container when it does, and only then reports the sandbox finished. Bounded well inside a
-        // case's 30 s, so that this error, not the case's timeout, says what went wrong.
-        const deadline = Date.now() + KILL_SETTLE_MS;
-        while ((await containers(label)).length > 0) {
-          if (Date.now() > deadline) throw new Error(`faults.kill: the container of ${env.id} was still there ${KILL_SETTLE_MS / 1000} s after it was killed`);
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      },
+      kill: (env) => killTagged([`modal.tag.berth.environment=${env.id}`], `faults.kill: the container of ${env.id}`),
+      // A service's own sandbox (services.ts), found by its tags.
+      killService: (env, service) =>
+        killTagged([`modal.tag.berth.environment=${env.id}`, `modal.tag.berth.service=${service}`], `faults.killService: service ${service} of ${env.id}`),
       listLeftovers: async () =>
         (await containers([`modal.tag.berth.session=${SESSION_ID}`, `modal.tag.berth.owner-pid=${process.pid}`])).map(
           (c) => c.Labels['modal.tag.berth.environment'] ?? c.Id,
