@@ -30,10 +30,11 @@ writeFileSync(readme, text);
 console.log('README.md: capability table and skipped conformance cases written');
 
 // harbor's plugin reads these while harbor constructs it, before it can ask berth.
-// `docker-egress-proxy`: Docker with --ek egress_proxy=true (names and wildcards matched by name).
+// `docker-egress-proxy`, `k8s-egress-proxy`: with --ek egress_proxy=true (names and wildcards matched by name).
 export const pluginCapabilities = () => {
   const entries = backends.map((b) => [b.name, harborPluginCapabilities(b.capabilities)]);
   entries.push(['docker-egress-proxy', harborPluginCapabilities(createDockerBackend({ egressProxy: true }).capabilities)]);
+  entries.push(['k8s-egress-proxy', harborPluginCapabilities(createK8sBackend({ egressProxy: true }).capabilities)]);
   return `${JSON.stringify(Object.fromEntries(entries), null, 2)}\n`;
 };
 writeFileSync(new URL('../python/harbor-berth/src/berth_harbor/capabilities.json', import.meta.url), pluginCapabilities());

@@ -33,8 +33,11 @@ describe("the README's generated parts", () => {
       ...Object.fromEntries(backends().map((b) => [b.name, harborPluginCapabilities(b.capabilities)])),
       // --ek egress_proxy=true
       'docker-egress-proxy': harborPluginCapabilities(createDockerBackend({ egressProxy: true }).capabilities),
+      'k8s-egress-proxy': harborPluginCapabilities(createK8sBackend({ egressProxy: true }).capabilities),
     });
     expect(file['docker-egress-proxy'].environment).toMatchObject({ network_allowlist_hostnames: true, network_allowlist_wildcard_hostnames: true });
+    expect(file['k8s-egress-proxy'].environment).toMatchObject({ network_allowlist_hostnames: true, network_allowlist_wildcard_hostnames: true });
+    expect(file.k8s.environment).toMatchObject({ network_allowlist_wildcard_hostnames: false });
     expect(file.k8s.environment).toMatchObject({ disable_internet: true, dynamic_network_policy: true });
     // With no option: berth makes the helper image that writes the packet filter itself.
     expect(file.docker.environment).toMatchObject({

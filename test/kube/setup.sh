@@ -204,6 +204,28 @@ if ! "${CTR[@]}" images ls -q | grep -x 'docker.io/berth-test/pause:1' >/dev/nul
   rm -rf "$tmp"
 fi
 
+# The image of berth's egress proxy pod in the tests (options.egressProxy.image): this machine's node
+# and the libraries it links, imported without any registry.
+NODE_IMAGE=berth-test/node:20
+if ! "${CTR[@]}" images ls -q | grep -x "docker.io/$NODE_IMAGE" >/dev/null; then
+  log "importing $NODE_IMAGE (this machine's node) into containerd"
+  tmp=$(mktemp -d)
+  root="$tmp/root"
+  mkdir -p "$root/usr/local/bin" "$root/tmp"
+  node_bin=$(readlink -f "$(command -v node)")
+  cp "$node_bin" "$root/usr/local/bin/node"
+  for lib in $(ldd "$node_bin" | grep -o '/[^ ]*'); do
+    mkdir -p "$root$(dirname "$lib")"
+    cp -L "$lib" "$root$lib"
+  done
+  tar -C "$root" -cf "$tmp/rootfs.tar" .
+  docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' "$tmp/rootfs.tar" "$NODE_IMAGE" >/dev/null
+  docker save "$NODE_IMAGE" -o "$tmp/node.tar"
+  "${CTR[@]}" images import "$tmp/node.tar" >/dev/null
+  docker rmi "$NODE_IMAGE" >/dev/null
+  rm -rf "$tmp"
+fi
+
 cat >"$KUBE_STATE/kubelet/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration

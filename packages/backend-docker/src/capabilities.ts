@@ -30,7 +30,7 @@ export const CAPABILITIES: Capabilities = {
 
 export const HINTS = {
   'network.allowlist.wildcards':
-    'packet filters see addresses, and berth resolves names to addresses for them: a wildcard names no address; list each hostname',
+    "packet filters see addresses, and berth resolves names to addresses for them: a wildcard names no address; list each hostname, or set options.egressProxy (names and wildcards matched by name at berth's egress proxy, with the engine on this machine)",
   gpus: "install the NVIDIA Container Toolkit on the engine's host and register its runtime (nvidia-ctk runtime configure --runtime=docker, then restart dockerd), or set resources.gpus to 0",
   gpuTypes:
     "Docker's device requests take GPUs by count, not by model: leave resources.gpuTypes out to take any of the engine's GPUs, or run on Kubernetes or Modal",

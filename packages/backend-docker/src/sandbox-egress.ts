@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import { allowEntries, ConfigError, type NetworkAllowlist, type NetworkNotice } from '@berth/core';
-import { type EgressProxy, type ResolvedAllowlist, SandboxAllowlist, systemResolver } from '@berth/core/backend-kit';
+import { type EgressProxy, type ResolvedAllowlist, resolvConfAt, SandboxAllowlist, systemResolver } from '@berth/core/backend-kit';
 import type { BridgeProxy } from './bridge-proxy.js';
 import { publicNetworkName } from './bridge-limits.js';
 import type { EgressImage } from './egress-image.js';
@@ -146,8 +146,7 @@ export class SandboxEgress {
   async #resolveAt(host: string): Promise<void> {
     const current = await this.#resolvConf();
     this.#engineResolvConf ??= current;
-    const kept = this.#engineResolvConf.split('\n').filter((line) => /^\s*(search|domain|options)\s/.test(line));
-    await this.#writeResolvConf(`nameserver ${host}\n${kept.map((l) => `${l}\n`).join('')}`);
+    await this.#writeResolvConf(resolvConfAt(this.#engineResolvConf, host));
   }
 
   /** Replaces /etc/resolv.conf's content in place (the engine bind-mounts it: a rename would fail). */

@@ -14,7 +14,7 @@ import {
 } from '@berth/core/backend-kit';
 import { BACKEND, Cluster, IDENTITY, type K8sTarget } from './cluster.js';
 import { apiMessage, idempotent, mapApiError, statusOf } from './k8s-errors.js';
-import { OPTION_NAMES, checkKubeconfigOption, type K8sBackendOptions } from './options.js';
+import { OPTION_NAMES, checkEgressProxyOption, checkKubeconfigOption, type K8sBackendOptions } from './options.js';
 import { checkApi, checkImage, checkNetworkPolicy, checkNodes, checkRbac } from './preflight.js';
 import { podManifest } from './pod-manifest.js';
 import { LABEL_PULL_SECRET, PullSecrets } from './pull-secrets.js';
@@ -23,6 +23,7 @@ import { podImages } from './pod-images.js';
 import { CAPABILITIES, HINTS, RENAMED, networkCapabilities } from './capabilities.js';
 import { PodNetwork } from './pod-network.js';
 import { PodInformer } from './pod-informer.js';
+import { EgressProxyPod } from './egress-proxy-pod.js';
 
 /** Items per page of sweep's lists. */
 const PAGE = 500;
@@ -50,6 +51,7 @@ export type K8sBackend = DefinedBackend<{ resolveTarget(): K8sTarget }>;
 export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
   checkFactoryOptions(options, { known: OPTION_NAMES, renamed: RENAMED, ...IDENTITY });
   checkKubeconfigOption(options.kubeconfig);
+  checkEgressProxyOption(options.egressProxy);
   // Checked here, before any I/O; podManifest applies it.
   defaultLifetimeMs(options, { ...IDENTITY, offAllowed: true });
   refreshNamesMs(options, IDENTITY);
@@ -59,6 +61,7 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
   let pullSecrets: PullSecrets | undefined;
   const network = new PodNetwork(cluster, options);
   const informer = new PodInformer(cluster);
+  const egressProxy = new EgressProxyPod(cluster, options);
   const removals = new CreationLimiter(options.removal ?? { maxConcurrent: 64 });
   const images = (spec: EnvironmentSpec) => {
     const image = spec.image;
@@ -158,7 +161,7 @@ export function createK8sBackend(options: K8sBackendOptions = {}): K8sBackend {
         module: new URL('../dist/guardian.js', import.meta.url),
         config: { kubeconfig: cluster().kc.exportConfig(), namespace: cluster().namespace },
       }),
-      transport: (id, spec) => new K8sSandbox({ cluster: cluster(), options, removals, network, informer }, id, spec, images(spec)),
+      transport: (id, spec) => new K8sSandbox({ cluster: cluster(), options, removals, network, informer, egressProxy }, id, spec, images(spec)),
       async checkApi() {
         let c: Cluster;
         try {

@@ -1,6 +1,6 @@
 import { remedied, type Capabilities, type CapabilityHints } from '@berth/core';
 import type { K8sBackendOptions } from './options.js';
-import { ALLOWLIST_ENFORCEMENT } from './egress-policy.js';
+import { ALLOWLIST_ENFORCEMENT, PROXY_ENFORCEMENT } from './egress-policy.js';
 
 // What this backend claims, what it says where it does not (CapabilityErrors and the README's
 // generated table), and the option names it renamed.
@@ -42,7 +42,7 @@ export const HINTS = {
   'network.allowlist':
     "options.networkPolicy.enforced is false: run the task with network 'public', or enforce NetworkPolicy in the cluster and drop that option",
   'network.allowlist.wildcards':
-    'NetworkPolicy allows IP blocks only, and berth resolves names to addresses for it: a wildcard names no address; list each hostname',
+    "NetworkPolicy allows IP blocks only, and berth resolves names to addresses for it: a wildcard names no address; list each hostname, or set options.egressProxy (names and wildcards matched by name at berth's egress proxy pod)",
   'network.allowlist.connections':
     'the enforcer (kube-router, like most iptables-based ones) accepts established flows before the policy: connections opened before a switch run on',
   imageBuild: remedied(
@@ -55,7 +55,12 @@ export const HINTS = {
 export function networkCapabilities(options: K8sBackendOptions): Pick<Capabilities, 'networkModes' | 'networkSwitch' | 'networkAllowlist'> {
   return options.networkPolicy?.enforced === false
     ? { networkModes: ['public'], networkSwitch: false, networkAllowlist: false }
-    : { networkModes: CAPABILITIES.networkModes, networkSwitch: CAPABILITIES.networkSwitch, networkAllowlist: CAPABILITIES.networkAllowlist };
+    : {
+        networkModes: CAPABILITIES.networkModes,
+        networkSwitch: CAPABILITIES.networkSwitch,
+        // Names by name at berth's egress proxy pod (egress-proxy-pod.ts).
+        networkAllowlist: options.egressProxy ? PROXY_ENFORCEMENT : CAPABILITIES.networkAllowlist,
+      };
 }
 
 export const RENAMED = { preflightRegistries: 'probeRegistries (the same option on every backend)' };

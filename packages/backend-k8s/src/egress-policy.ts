@@ -1,6 +1,8 @@
 import { NetworkingV1Api, PatchStrategy, setHeaderOptions, type V1NetworkPolicy, type V1NetworkPolicyEgressRule } from '@kubernetes/client-node';
 import type { AllowlistEnforcement } from '@berth/core';
-import { LABEL_MANAGED } from '@berth/core/backend-kit';
+import { LABEL_ENVIRONMENT, LABEL_MANAGED } from '@berth/core/backend-kit';
+import { PROXY_PORTS } from './egress-proxy-admission.js';
+import { LABEL_EGRESS_PROXY } from './egress-proxy-pod.js';
 import type { Cluster } from './cluster.js';
 import { idempotent, statusOf } from './k8s-errors.js';
 import { LABEL_NETWORK } from './pod-manifest.js';
@@ -17,6 +19,13 @@ import { LABEL_NETWORK } from './pod-manifest.js';
  * accepts established flows first).
  */
 export const ALLOWLIST_ENFORCEMENT: AllowlistEnforcement = { addresses: 'packet', names: 'resolved', wildcards: false, dns: 'allowed', connections: 'kept' };
+
+/**
+ * With options.egressProxy: names and wildcards matched by name at berth's egress proxy pod
+ * (egress-proxy-pod.ts), which is the pod's only resolver and the only place its policy lets it
+ * reach besides the listed addresses and ranges.
+ */
+export const PROXY_ENFORCEMENT: AllowlistEnforcement = { addresses: 'packet', names: 'proxy', wildcards: true, dns: 'allowed', connections: 'kept' };
 
 /** The pod's label value while its allowlist policy applies (the label's other values: 'public', 'none'). */
 export const ALLOW_LABEL = 'allow';
@@ -40,8 +49,20 @@ export function egressPolicyManifest(input: {
   podUid: string;
   blocks: readonly string[];
   labels: Readonly<Record<string, string>>;
+  /** berth's egress proxy pod (its name), reached on its DNS, HTTP and TLS ports only (egress-proxy-pod.ts). */
+  proxy?: string;
 }): V1NetworkPolicy {
   const egress: V1NetworkPolicyEgressRule[] = input.blocks.map((cidr) => ({ to: [{ ipBlock: { cidr } }] }));
+  if (input.proxy)
+    egress.push({
+      to: [{ podSelector: { matchLabels: { [LABEL_EGRESS_PROXY]: 'true', [LABEL_ENVIRONMENT]: input.proxy } } }],
+      ports: [
+        { protocol: 'UDP', port: PROXY_PORTS.dns },
+        { protocol: 'TCP', port: PROXY_PORTS.dns },
+        { protocol: 'TCP', port: PROXY_PORTS.http },
+        { protocol: 'TCP', port: PROXY_PORTS.tls },
+      ],
+    });
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',

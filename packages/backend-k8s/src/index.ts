@@ -1,3 +1,3 @@
 export { createK8sBackend, type K8sBackend } from './backend.js';
-export type { K8sBackendOptions, KubeconfigSource } from './options.js';
+export type { EgressProxyOptions, K8sBackendOptions, KubeconfigSource } from './options.js';
 export type { K8sTarget } from './cluster.js';

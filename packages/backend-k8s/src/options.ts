@@ -99,6 +99,24 @@ export interface K8sBackendOptions
    * a build spec is a CapabilityError.
    */
   builder?: ImageBuilder;
+  /**
+   * Allowlist names and `*.domain` wildcards matched by name at berth's egress proxy rather than
+   * by the addresses berth resolves: a pod in the namespace (made on first use, deleted when the
+   * last sandbox that needs it is removed) that is the sandbox's only resolver, answers allowed
+   * names with its own address, and lets TLS (443) through by server name and HTTP (80) by Host,
+   * to the name as it resolves it. Default false. `image`: the proxy's, any with node >= 20 on
+   * PATH (default node:20-alpine; a mirror of it where the cluster cannot pull Docker Hub).
+   * `nameservers`: what the proxy resolves names with (host or host:port), instead of the
+   * cluster's DNS. Other ports to allowed names are not let through, and options.resolveHost does
+   * not apply to names the proxy matches.
+   */
+  egressProxy?: boolean | EgressProxyOptions;
+}
+
+/** options.egressProxy's object form. */
+export interface EgressProxyOptions {
+  image?: string;
+  nameservers?: readonly string[];
 }
 
 /** Every option of createK8sBackend by name: any other is refused. */
@@ -126,6 +144,7 @@ export const OPTION_NAMES = optionNames<K8sBackendOptions>()(
   'resolveHost',
   'refreshNamesMs',
   'builder',
+  'egressProxy',
 );
 
 /** options.kubeconfig's shape, checked before any I/O: a path, a KubeConfig, or { file, context, inCluster }. */
@@ -143,4 +162,22 @@ export function checkKubeconfigOption(source: unknown): void {
     path: 'options.kubeconfig',
     message: `${IDENTITY.factory}'s kubeconfig is ${JSON.stringify(source)}: give a file's path, { file, context }, { inCluster: true } or a loaded KubeConfig`,
   });
+}
+
+/** options.egressProxy's shape, checked before any I/O: a boolean, or { image, nameservers }. */
+export function checkEgressProxyOption(given: unknown): void {
+  if (given === undefined || typeof given === 'boolean') return;
+  const fail = (why: string) =>
+    new ConfigError({
+      operation: 'config',
+      backend: BACKEND,
+      path: 'options.egressProxy',
+      message: `${IDENTITY.factory}'s egressProxy ${why}: give true, or { image?: string, nameservers?: string[] }`,
+    });
+  if (given === null || typeof given !== 'object' || Array.isArray(given)) throw fail(`is ${JSON.stringify(given)}`);
+  checkOptionNames(given, ['image', 'nameservers'], { what: `${IDENTITY.factory}'s egressProxy`, path: 'options.egressProxy', backend: BACKEND });
+  const { image, nameservers } = given as { image?: unknown; nameservers?: unknown };
+  if (image !== undefined && (typeof image !== 'string' || image === '')) throw fail(`has image ${JSON.stringify(image)} (an image reference)`);
+  if (nameservers !== undefined && (!Array.isArray(nameservers) || !nameservers.every((n) => typeof n === 'string' && n !== '')))
+    throw fail(`has nameservers ${JSON.stringify(nameservers)} (a list of host or host:port)`);
 }

@@ -164,7 +164,15 @@ export class PodNetwork {
    * then its label, then returns once it holds inside the pod. Enforcement not yet known is proved
    * first, on 'none', as settle() does; the pod was started on 'none' unless it switches from 'public'.
    */
-  async allow(pod: string, podUid: string, allowlist: NetworkAllowlist, blocks: readonly string[], environmentId: string, signal?: AbortSignal): Promise<void> {
+  async allow(
+    pod: string,
+    podUid: string,
+    allowlist: NetworkAllowlist,
+    blocks: readonly string[],
+    environmentId: string,
+    signal?: AbortSignal,
+    proxy?: string,
+  ): Promise<void> {
     if (this.#enforced === false) throw this.#notEnforced(environmentId);
     if (this.#enforced === undefined) {
       await this.label(pod, 'none');
@@ -172,7 +180,11 @@ export class PodNetwork {
     }
     const cluster = this.#cluster();
     signal?.throwIfAborted();
-    await applyEgressPolicy(cluster, egressPolicyManifest({ namespace: cluster.namespace, pod, podUid, blocks, labels: this.#options.labels ?? {} }), signal);
+    await applyEgressPolicy(
+      cluster,
+      egressPolicyManifest({ namespace: cluster.namespace, pod, podUid, blocks, labels: this.#options.labels ?? {}, ...(proxy ? { proxy } : {}) }),
+      signal,
+    );
     await this.label(pod, allowlist);
     // Checked against what the policy holds: its names as the addresses they resolved to.
     await this.settle(pod, { allow: blocks }, environmentId, signal);

@@ -6,6 +6,7 @@ import { mapApiError } from './k8s-errors.js';
 import type { K8sBackendOptions } from './options.js';
 import { PodAllowlist } from './pod-allowlist.js';
 import type { PodNetwork } from './pod-network.js';
+import type { EgressProxyPod } from './egress-proxy-pod.js';
 
 /**
  * One pod's network through its life: before the pod is made (the namespace's deny-all policy, an
@@ -21,9 +22,9 @@ export class PodNetworking {
   /** An allowlist's names as resolved before the pod was made, applied once it runs. */
   #resolved: ResolvedAllowlist | undefined;
 
-  constructor(shared: { cluster: Cluster; network: PodNetwork; options: K8sBackendOptions }, id: string, spec: EnvironmentSpec) {
+  constructor(shared: { cluster: Cluster; network: PodNetwork; options: K8sBackendOptions; egressProxy: EgressProxyPod }, id: string, spec: EnvironmentSpec) {
     this.#network = shared.network;
-    this.#allowlist = new PodAllowlist(shared.cluster, shared.network, shared.options, id);
+    this.#allowlist = new PodAllowlist(shared, id);
     this.#id = id;
     this.#spec = spec;
   }
@@ -46,7 +47,7 @@ export class PodNetworking {
     this.#allowlist.bind(notify);
     if (this.#needsPolicy) await this.#call('start', () => this.#network.prepare(this.#id, signal));
     const network = this.#spec.network;
-    if (isAllowlist(network)) this.#resolved = await this.#call('start', () => this.#allowlist.resolve(network));
+    if (isAllowlist(network)) this.#resolved = await this.#call('start', () => this.#allowlist.resolve(network, signal));
     return this.probed ? { startupProbe: this.#network.startupProbe() } : {};
   }
 

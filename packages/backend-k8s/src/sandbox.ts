@@ -26,6 +26,7 @@ import type { K8sBackendOptions } from './options.js';
 import { CONTAINER, podManifest } from './pod-manifest.js';
 import type { PodNetwork } from './pod-network.js';
 import { PodNetworking } from './pod-networking.js';
+import type { EgressProxyPod } from './egress-proxy-pod.js';
 import { acquirePullSecrets, manifestMounts, withMain, withService, type PodImages } from './pod-images.js';
 import { refuseUnpoddable, serviceContainers, serviceHostAliases, serviceLoss } from './pod-services.js';
 import { unreadSecrets } from './pull-events.js';
@@ -48,6 +49,8 @@ export interface PodShared {
   network: PodNetwork;
   /** The one watch over this process's pods that every start and removal waits on. */
   informer: PodInformer;
+  /** berth's egress proxy pod, for allowlists with names under options.egressProxy. */
+  egressProxy: EgressProxyPod;
 }
 
 /** One pod, as the kit's transport. Named after the environment id, so it can be found before create returns. */

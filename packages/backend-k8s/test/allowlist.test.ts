@@ -6,8 +6,8 @@
 // cluster has no DNS).
 import { NetworkingV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CapabilityError, type Environment, type NetworkNotice } from '@berth/core';
-import { listenForTokens, reaches } from '@berth/conformance';
+import { CapabilityError, ConfigError, type Environment, type NetworkNotice } from '@berth/core';
+import { listenForTokens, reaches, startDnsResponder } from '@berth/conformance';
 import { createK8sBackend } from '@berth/backend-k8s';
 import {
   ADMIN_KUBECONFIG,
@@ -126,5 +126,64 @@ describe('k8s network allowlist, enforced by the cluster', () => {
     const unknown = await backend.start({ image: IMAGE, network: { allow: ['nowhere.berth.test'] } }).catch((e: unknown) => e);
     expect(unknown).toMatchObject({ name: 'ConfigError', path: 'spec.network.allow' });
     expect((unknown as Error).message).toMatch(/"nowhere\.berth\.test" has no IPv4 address/);
+  });
+});
+
+describe("k8s options.egressProxy: names matched by berth's egress proxy pod", () => {
+  const proxyPods = async () =>
+    (await adminApi().listNamespacedPod({ namespace: NAMESPACE, labelSelector: 'berth.egress-proxy=true' })).items.filter(
+      (p) => !p.metadata?.deletionTimestamp,
+    );
+
+  it("public -> names -> public: the pod's resolver is the proxy pod while its allowlist holds, the kubelet's again after; the proxy pod lives while a sandbox needs it, one for two sandboxes, and is deleted with the last", async () => {
+    const names = await startDnsResponder(POD_BRIDGE_ADDRESS, 0, 'test');
+    const proxied = createK8sBackend({
+      kubeconfig: { file: BERTH_KUBECONFIG },
+      namespace: NAMESPACE,
+      tolerations: TOLERATE_FAULT,
+      networkPolicy: { probe: { host: bridge.host, port: bridge.port } },
+      egressProxy: { image: 'berth-test/node:20', nameservers: [`${POD_BRIDGE_ADDRESS}:${names.port}`] },
+    });
+    try {
+      expect(await proxyPods()).toEqual([]);
+      const env = await proxied.start({ image: IMAGE, network: 'public', networkSwitch: true });
+      envs.push(env);
+      const kubelet = (await env.exec(['cat', '/etc/resolv.conf'])).stdout;
+      expect(await proxyPods(), 'a proxy pod before any allowlist with names').toEqual([]);
+      await env.setNetwork({ allow: ['*.berth.test'] });
+      const [pod, ...more] = await proxyPods();
+      expect(more).toEqual([]);
+      expect(pod?.metadata?.labels).toMatchObject({ 'berth.managed': 'true' });
+      expect((await env.exec(['cat', '/etc/resolv.conf'])).stdout).toBe(`nameserver ${pod?.status?.podIP}\n`);
+      const lookup = await env.exec(['nslookup', '-type=a', 'a.berth.test']);
+      expect(lookup.stdout, 'the proxy answers an allowed name with its own address').toContain(`Address: ${pod?.status?.podIP}`);
+      const other = await proxied.start({ image: IMAGE, network: { allow: ['b.berth.test'] } });
+      envs.push(other);
+      expect((await proxyPods()).map((p) => p.metadata?.name)).toEqual([pod?.metadata?.name]);
+      await env.setNetwork('public');
+      expect((await env.exec(['cat', '/etc/resolv.conf'])).stdout, "'public' gives the kubelet's resolv.conf back").toBe(kubelet);
+      await env.teardown();
+      expect((await proxyPods()).length, 'the proxy pod went while a sandbox still needed it').toBe(1);
+      await other.teardown();
+      expect(await proxyPods(), 'the proxy pod outlived its last sandbox').toEqual([]);
+    } finally {
+      await names.close();
+    }
+  });
+
+  it('a proxy image the cluster cannot pull is a ConfigError naming options.egressProxy.image, before any sandbox pod; nothing is left', async () => {
+    const unpullable = createK8sBackend({
+      kubeconfig: { file: BERTH_KUBECONFIG },
+      namespace: NAMESPACE,
+      tolerations: TOLERATE_FAULT,
+      networkPolicy: { probe: { host: bridge.host, port: bridge.port } },
+      egressProxy: { image: '127.0.0.1:5000/berth/does-not-exist:nope' },
+    });
+    const failed = await unpullable.start({ image: IMAGE, network: { allow: ['a.berth.test'] } }).catch((e: unknown) => e);
+    expect(ConfigError.isInstance(failed), String(failed)).toBe(true);
+    expect(failed).toMatchObject({ path: 'options.egressProxy.image' });
+    expect((failed as Error).message).toMatch(/127\.0\.0\.1:5000\/berth\/does-not-exist:nope.*did not start: (ErrImagePull|ImagePullBackOff)/);
+    for (let i = 0; i < 100 && (await proxyPods()).length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await proxyPods()).toEqual([]);
   });
 });

@@ -32,12 +32,12 @@ function readQuestion(msg: Buffer): { name: string; end: number } | undefined {
 
 /**
  * A tiny authoritative DNS responder on UDP `host:port` (port 0: an ephemeral one). It answers A
- * queries for names in DNS_ZONE with `host` (127.0.0.1 when host is not IPv4), other types in the
+ * queries for names in `zone` (default DNS_ZONE) with `host` (127.0.0.1 when host is not IPv4), other types in the
  * zone with no records, and anything else NXDOMAIN; every name asked is remembered. It exists so
  * that "DNS fails on network 'none'" has a positive control: a public sandbox resolves a name
  * through it, so a lookup that fails can only be the network's doing.
  */
-export async function startDnsResponder(host: string, port = 0): Promise<DnsResponder> {
+export async function startDnsResponder(host: string, port = 0, zone = DNS_ZONE): Promise<DnsResponder> {
   const asked = new Set<string>();
   const answer = Buffer.from((isIPv4(host) ? host : '127.0.0.1').split('.').map(Number));
   const socket = createSocket(isIPv4(host) ? 'udp4' : 'udp6');
@@ -45,7 +45,7 @@ export async function startDnsResponder(host: string, port = 0): Promise<DnsResp
     const question = readQuestion(msg);
     if (!question) return;
     asked.add(question.name);
-    const inZone = question.name.endsWith(`.${DNS_ZONE}`);
+    const inZone = question.name.endsWith(`.${zone}`);
     const isA = msg.readUInt16BE(question.end - 4) === 1 && msg.readUInt16BE(question.end - 2) === 1;
     const header = Buffer.alloc(12);
     header.writeUInt16BE(msg.readUInt16BE(0), 0); // the query's id

@@ -4,7 +4,7 @@ import Docker from 'dockerode';
 import { SESSION_ID } from '@berth/core';
 import { buildTag, hashBuildContext, systemResolver } from '@berth/core/backend-kit';
 import { createRegistryImageBuilder } from '@berth/backend-docker';
-import { listenForTokens, type ConformanceOptions, type ReachableListener } from '@berth/conformance';
+import { listenForServerNames, listenForTokens, type ConformanceOptions, type ReachableListener } from '@berth/conformance';
 import { createK8sBackend } from '@berth/backend-k8s';
 import { BERTH_KUBECONFIG, NAMESPACE, POD_BRIDGE_ADDRESS, POD_BRIDGE_SECOND_ADDRESS, adminApi, ctr, TOLERATE_FAULT } from '@berth/test-support/kube-cluster';
 
@@ -18,9 +18,12 @@ const ALLOWED_NAME = 'listener.berth-conformance.test';
  * cluster has no kube-proxy, so pods cannot reach the API server's service; they reach this machine
  * on their bridge).
  */
-export function k8sConformance(probe: Pick<ReachableListener, 'host' | 'port'>): ConformanceOptions {
+export function k8sConformance(probe: Pick<ReachableListener, 'host' | 'port'>, egress?: { nameserver: string }): ConformanceOptions {
   return {
     name: 'k8s',
+    // With `egress`: names matched by berth's egress proxy pod (the image: this machine's node, imported by
+    // test/kube/setup.sh), which resolves them at `egress.nameserver`; without it (the pooled run), resolved to addresses.
+    ...(egress ? { serverNameListener: () => listenForServerNames(POD_BRIDGE_ADDRESS) } : {}),
     // probeRegistries: only the loopback registry is asked (the basic image is on the node only).
     createBackend: () =>
       createK8sBackend({
@@ -35,6 +38,7 @@ export function k8sConformance(probe: Pick<ReachableListener, 'host' | 'port'>):
         networkPolicy: { probe: { host: probe.host, port: probe.port }, waitMs: 60_000 },
         // The allowlist DNS case's name: the reachable listener's address.
         resolveHost: async (name) => (name === ALLOWED_NAME ? [POD_BRIDGE_ADDRESS] : systemResolver(name)),
+        ...(egress ? { egressProxy: { image: 'berth-test/node:20', nameservers: [egress.nameserver] } } : {}),
       }),
     allowedName: ALLOWED_NAME,
     // Network cases: public pods reach this machine on their bridge; kube-router enforces 'none'.

@@ -12,9 +12,11 @@ import { publicControls } from './network-probes.js';
  * listener with busybox nc: true when the listener saw that name. nc's exit says nothing here (a
  * gate or proxy inside accepts the connection before it refuses it).
  */
-async function helloReaches(env: Environment, listener: ServerNameListener, name: string): Promise<boolean> {
+async function helloReaches(env: Environment, listener: ServerNameListener, name: string, via?: string): Promise<boolean> {
   const hello = (await clientHello(name)).toString('base64');
-  await env.exec(`echo ${hello} | base64 -d | nc -w 3 ${listener.host} ${listener.port}`, { timeoutMs: 15_000 });
+  // `via`: a name, sent where the sandbox's resolver answers for it (its last Address line), as a client would.
+  const target = via ? `"$(nslookup -type=a ${via} | awk '/^Address/ { a = $NF } END { print a }')"` : listener.host;
+  await env.exec(`echo ${hello} | base64 -d | nc -w 3 ${target} ${listener.port}`, { timeoutMs: 15_000 });
   // The listener refuses the handshake as soon as it has the name, which can land just after nc ends.
   for (let i = 0; i < 10 && !listener.received(name); i++) await sleep(100);
   return listener.received(name);
@@ -47,15 +49,20 @@ export function allowlistTlsCases(h: Harness): void {
         const exact = freshName('allowed.test');
         const domain = `w${randomBytes(5).toString('hex')}.test`;
         await h.withEnv({ network: { allow: [exact, ...(wildcards ? [`*.${domain}`] : [])] } }, async (env) => {
-          expect(env.networkEnforcement.allowlist?.names).toMatch(/^(tls-sni|proxy)$/);
-          expect(await helloReaches(env, listener, exact), `a ClientHello naming the allowed ${exact} did not reach the listener`).toBe(true);
+          const names = env.networkEnforcement.allowlist?.names;
+          expect(names).toMatch(/^(tls-sni|proxy)$/);
+          // A proxy is reached where the sandbox's DNS sends it (a proxy without a redirect is only
+          // there); server names are checked on the wire, to the listener's address. Every
+          // ClientHello goes to the allowed name's address: the name it carries is what is matched.
+          const via = names === 'proxy' ? exact : undefined;
+          expect(await helloReaches(env, listener, exact, via), `a ClientHello naming the allowed ${exact} did not reach the listener`).toBe(true);
           if (wildcards) {
             const below = freshName(domain);
-            expect(await helloReaches(env, listener, below), `a ClientHello naming ${below}, below *.${domain}, did not reach the listener`).toBe(true);
-            expect(await helloReaches(env, listener, domain), `a ClientHello naming ${domain} itself passed *.${domain}`).toBe(false);
+            expect(await helloReaches(env, listener, below, via), `a ClientHello naming ${below}, below *.${domain}, did not reach the listener`).toBe(true);
+            expect(await helloReaches(env, listener, domain, via), `a ClientHello naming ${domain} itself passed *.${domain}`).toBe(false);
           }
           const other = freshName('denied.test');
-          expect(await helloReaches(env, listener, other), `a ClientHello naming ${other}, not allowed, reached the listener`).toBe(false);
+          expect(await helloReaches(env, listener, other, via), `a ClientHello naming ${other}, not allowed, reached the listener`).toBe(false);
         });
       } finally {
         await listener.close();

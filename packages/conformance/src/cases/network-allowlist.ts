@@ -88,15 +88,25 @@ export function allowlistCases(h: Harness): void {
             await h.withEnv({ network: { allow: [name] } }, async (env) => {
               const enforcement = env.networkEnforcement.allowlist;
               expect(enforcement?.dns).not.toBe('open');
+              if (enforcement?.names === 'proxy') {
+                // Resolved by the proxy (berth's resolver in the sandbox until the next line changes
+                // it): to an address (the name's, or the proxy's own where no redirect sends
+                // traffic to it), which the TLS case follows to the listener.
+                const found = await env.exec(['nslookup', '-type=a', name], { timeoutMs: 30_000 });
+                expect(
+                  found.exitCode === 0 && /Name:[\s\S]*Address:?\s+\d+\.\d+\.\d+\.\d+/.test(found.stdout),
+                  `the allowed name ${name} did not resolve inside: ${found.stdout}${found.stderr}`,
+                ).toBe(true);
+              }
               await useResolver(env, denied.host);
               if (enforcement?.names === 'resolved') {
                 expect(
                   await reaches(env, { ...allowed, host: name }),
                   `the allowed name ${name} did not resolve to ${allowed.host} inside, or was not reached`,
                 ).toBe(true);
-              } else {
-                // Matched by name (a proxy, TLS server names): let through on TLS and HTTP only, which
-                // the TLS case checks; here, that it resolves inside to what the backend resolves it to.
+              } else if (enforcement?.names === 'tls-sni') {
+                // Matched on TLS server names: let through on TLS only, which the TLS case checks;
+                // here, that it resolves inside to what the backend resolves it to.
                 const found = await env.exec(['nslookup', '-type=a', name], { timeoutMs: 30_000 });
                 expect(
                   found.exitCode === 0 && found.stdout.includes(allowed.host),

@@ -1,6 +1,6 @@
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { type AllowEntry, nameAllowed } from '../network-allowlist.js';
+import { type AllowEntry, nameAllowed } from '../allow-entries.js';
 import type { HostResolver } from './allowlist-blocks.js';
 import { httpHost, tlsServerName } from './connection-names.js';
 import { dnsAnswer, dnsFailed, dnsNoSuchName, dnsRefused, parseDnsQuery } from './dns-message.js';
@@ -13,9 +13,22 @@ export interface EgressProxyPorts {
   dns: number;
 }
 
-interface Admitted {
+/** What a source may reach: its allowlist's names and wildcards, and how the proxy resolves them. */
+export interface EgressAdmission {
   entries: readonly AllowEntry[];
   resolve: HostResolver;
+}
+
+export interface EgressProxyListenOptions {
+  /** Fixed ports, for sandboxes that reach the proxy through DNS rather than a redirect (443, 80, 53); free ports by default. */
+  ports?: Omit<EgressProxyPorts, 'host'>;
+  /**
+   * Answer an allowed name's A query with this address (the proxy's own, so clients connect to
+   * the proxy) rather than the name's own addresses; a name that does not resolve is still NXDOMAIN.
+   */
+  answerWith?: string;
+  /** Where a source's admission is looked up at each connection and query, instead of admit()'s. */
+  admissions?: (source: string) => EgressAdmission | undefined;
 }
 
 /** How long a client has to send what names its destination. */
@@ -33,43 +46,47 @@ const MAX_FIRST_BYTES = 65_536;
  * Nothing is decrypted: the client's bytes go through as they came. A DNS query is answered for
  * allowed names (their IPv4 addresses) and refused for the rest. Sandboxes are told apart by their
  * source address; a source no sandbox holds gets nothing. The servers do not keep the process alive.
+ * Kubernetes runs it in a pod of its own (options.answerWith, fixed ports): sandboxes reach it
+ * because its DNS answers send them there, not through a redirect.
  */
 export class EgressProxy {
   readonly ports: EgressProxyPorts;
   readonly #servers: Server[];
   readonly #dns: UdpSocket;
-  readonly #admitted = new Map<string, Admitted>();
+  readonly #admitted = new Map<string, EgressAdmission>();
   readonly #sockets = new Set<Socket>();
+  readonly #options: EgressProxyListenOptions;
 
-  private constructor(ports: EgressProxyPorts, servers: Server[], dns: UdpSocket) {
+  private constructor(ports: EgressProxyPorts, servers: Server[], dns: UdpSocket, options: EgressProxyListenOptions) {
     this.ports = ports;
     this.#servers = servers;
     this.#dns = dns;
+    this.#options = options;
   }
 
-  /** Listens on `host` (an address the sandboxes reach and nothing else should: a bridge's gateway), on free ports. */
-  static async listen(host: string): Promise<EgressProxy> {
+  /** Listens on `host` (an address the sandboxes reach and nothing else should: a bridge's gateway), on free ports unless `options.ports`. */
+  static async listen(host: string, options: EgressProxyListenOptions = {}): Promise<EgressProxy> {
     let proxy: EgressProxy | undefined;
     // Until the proxy exists (the ports known), a connection has nothing to check it: it is closed.
     // Half-open: a client may send its request and its FIN at once (nc does), and still wait for the answer.
     const tls = createServer({ allowHalfOpen: true }, (s) => (proxy ? proxy.#connection(s, 'tls') : s.destroy()));
     const http = createServer({ allowHalfOpen: true }, (s) => (proxy ? proxy.#connection(s, 'http') : s.destroy()));
     const dns = createSocket('udp4');
-    const listen = (server: Server) =>
+    const listen = (server: Server, port: number) =>
       new Promise<number>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(0, host, () => resolve((server.address() as { port: number }).port));
+        server.listen(port, host, () => resolve((server.address() as { port: number }).port));
       });
     try {
       const [tlsPort, httpPort, dnsPort] = await Promise.all([
-        listen(tls),
-        listen(http),
+        listen(tls, options.ports?.tls ?? 0),
+        listen(http, options.ports?.http ?? 0),
         new Promise<number>((resolve, reject) => {
           dns.once('error', reject);
-          dns.bind(0, host, () => resolve(dns.address().port));
+          dns.bind(options.ports?.dns ?? 0, host, () => resolve(dns.address().port));
         }),
       ]);
-      proxy = new EgressProxy({ host, tls: tlsPort, http: httpPort, dns: dnsPort }, [tls, http], dns);
+      proxy = new EgressProxy({ host, tls: tlsPort, http: httpPort, dns: dnsPort }, [tls, http], dns, options);
     } catch (error) {
       tls.close();
       http.close();
@@ -98,8 +115,9 @@ export class EgressProxy {
     await new Promise<void>((resolve) => this.#dns.close(() => resolve()));
   }
 
-  #allowed(source: string | undefined, name: string | undefined): Admitted | undefined {
-    const admitted = source === undefined ? undefined : this.#admitted.get(source);
+  #allowed(source: string | undefined, name: string | undefined): EgressAdmission | undefined {
+    const lookup = this.#options.admissions ?? ((s: string) => this.#admitted.get(s));
+    const admitted = source === undefined ? undefined : lookup(source);
     return admitted && name && nameAllowed(name, admitted.entries) ? admitted : undefined;
   }
 
@@ -167,11 +185,23 @@ export class EgressProxy {
     let answer: Buffer;
     if (!admitted) answer = dnsRefused(q);
     else {
+      const own = this.#options.answerWith;
       answer = await admitted.resolve(q.name).then(
-        (addresses) => dnsAnswer(q, addresses),
+        (addresses) => dnsAnswer(q, own && addresses.length > 0 ? [own] : addresses),
         (error: { code?: unknown }) => (error?.code === 'ENOTFOUND' || error?.code === 'ENODATA' ? dnsNoSuchName(q) : dnsFailed(q)),
       );
     }
     this.#dns.send(answer, port, from);
   }
+}
+
+/**
+ * A sandbox's resolv.conf under berth's egress proxy: the proxy's address as its only resolver,
+ * the search and options lines of `current` (what the engine or kubelet wrote) kept, or with
+ * `search: false` none (a cluster's search domains and ndots:5 would send every name to the
+ * proxy under suffixes it refuses first).
+ */
+export function resolvConfAt(current: string, host: string, opts: { search?: boolean } = {}): string {
+  const kept = opts.search === false ? [] : current.split('\n').filter((line) => /^\s*(search|domain|options)\s/.test(line));
+  return `nameserver ${host}\n${kept.map((l) => `${l}\n`).join('')}`;
 }

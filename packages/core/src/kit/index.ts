@@ -64,7 +64,7 @@ export { HOSTS_MARK, SERVICES_HOSTS_MARK, hostsFileCommand } from './allowlist-h
 export { startServices, lastLines, type ServiceEngine, type ServiceGroupContext, type ServiceState } from './service-group.js';
 export { AllowlistRefresh } from './allowlist-refresh.js';
 export { SandboxAllowlist, type AllowBlocks, type AllowlistEngine } from './sandbox-allowlist.js';
-export { EgressProxy, type EgressProxyPorts } from './egress-proxy.js';
+export { type EgressAdmission, EgressProxy, type EgressProxyListenOptions, type EgressProxyPorts, resolvConfAt } from './egress-proxy.js';
 export { API_RETRY_DEFAULTS, retryIdempotent, type ApiRetryPolicy, type TransientAnswer } from './api-retry.js';
 export { retryDelayMs } from '../time/backoff.js';
 export { preflightFailure } from './backend-helpers.js';
@@ -72,4 +72,14 @@ export { cancelledFrom, raceAbort, throwIfAborted } from '../abort.js';
 export { registerSecret } from '../redact.js';
 export { parseEnvironmentSpec } from '../spec.js';
 export { mirrorImage, type MirroredImage } from '../image-ref.js';
-export { LABEL_CREATED, LABEL_MANAGED, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_SESSION, LABEL_SNAPSHOT_OF, SESSION_ID } from '../labels.js';
+export {
+  LABEL_CREATED,
+  LABEL_ENVIRONMENT,
+  LABEL_MANAGED,
+  LABEL_OWNER_HOST,
+  LABEL_OWNER_PID,
+  LABEL_SESSION,
+  LABEL_SNAPSHOT_OF,
+  SESSION_ID,
+  sandboxLabels,
+} from '../labels.js';

@@ -25,7 +25,8 @@ KEYS: dict[str, tuple[tuple[str, ...], str]] = {
     "lifetime_sec": (BACKENDS, "a cap on each sandbox's life in seconds, a whole number > 0: past it the sandbox is removed and a command in flight ends as berth's LifetimeExceeded (berth's spec.timeouts.lifetimeMs)"),
     "mirrors": (BACKENDS, 'a JSON object of registry prefixes to mirrors, e.g. {"docker.io":"mirror.example/dockerhub"}'),
     "egress_image": (("docker",), "an image with iptables-restore, for allowlist tasks on hosts where berth cannot make its own (offline, a remote engine without Docker Hub): berth writes each such sandbox's packet filter with it (its Docker option egressImage)"),
-    "egress_proxy": (("docker",), "true: allowlist names and *.domain wildcards matched by name at berth's egress proxy (TLS server name, HTTP Host, DNS), only on ports 443 and 80; default false: names resolved by berth, every port of their addresses (its Docker option egressProxy)"),
+    "egress_proxy": (("docker", "k8s"), "true: allowlist names and *.domain wildcards matched by name at berth's egress proxy (TLS server name, HTTP Host, DNS), only on ports 443 and 80; default false: names resolved by berth, every port of their addresses (its Docker and Kubernetes option egressProxy; on Kubernetes a proxy pod in the namespace)"),
+    "egress_proxy_image": (("k8s",), "the image of berth's egress proxy pod, any with node >= 20 on PATH (default node:20-alpine; a mirror of it where the cluster cannot pull Docker Hub); implies egress_proxy=true (its Kubernetes option egressProxy.image)"),
     "kubeconfig": (("k8s",), "the kubeconfig file (default $KUBECONFIG, else ~/.kube/config)"),
     "context": (("k8s",), "a context of the kubeconfig"),
     "namespace": (("k8s",), "the namespace pods go into"),
@@ -53,8 +54,8 @@ class BerthOptions:
     @property
     def capabilities_key(self) -> str:
         """Which entry of capabilities.json this configuration claims (Docker's proxy matches wildcards too)."""
-        if self.backend == "docker" and self.options.get("egressProxy"):
-            return "docker-egress-proxy"
+        if self.backend in ("docker", "k8s") and self.options.get("egressProxy"):
+            return f"{self.backend}-egress-proxy"
         return self.backend
 
     def initialize(self) -> dict[str, Any]:
@@ -122,7 +123,7 @@ def parse_options(given: dict[str, Any]) -> BerthOptions:
         opts["mirrors"] = [{"from": k, "to": v} for k, v in mirrors.items()]
     if backend == "docker" and "egress_image" in given:
         opts["egressImage"] = _text("egress_image", given["egress_image"])
-    if backend == "docker" and "egress_proxy" in given:
+    if backend in ("docker", "k8s") and "egress_proxy" in given:
         proxy = given["egress_proxy"]
         # harbor passes --ek values as YAML would read them; a quoted one stays a string.
         if proxy in ("true", "false"):
@@ -130,6 +131,10 @@ def parse_options(given: dict[str, Any]) -> BerthOptions:
         if not isinstance(proxy, bool):
             raise OptionError(f"--ek egress_proxy={proxy!r}: true or false ({KEYS['egress_proxy'][1]})")
         opts["egressProxy"] = proxy
+    if backend == "k8s" and "egress_proxy_image" in given:
+        if given.get("egress_proxy") in (False, "false"):
+            raise OptionError("--ek egress_proxy_image is the image of berth's egress proxy, which --ek egress_proxy=false turns off: drop one of them")
+        opts["egressProxy"] = {"image": _text("egress_proxy_image", given["egress_proxy_image"])}
     if backend == "k8s":
         kubeconfig = {k: _text(name, given[name]) for name, k in (("kubeconfig", "file"), ("context", "context")) if name in given}
         if kubeconfig:
@@ -167,6 +172,7 @@ def option_key(path: str | None) -> str | None:
         "options.pullPolicy": "pull_policy",
         "options.mirrors": "mirrors",
         "options.egressProxy": "egress_proxy",
+        "options.egressProxy.image": "egress_proxy_image",
         "options.egressImage": "egress_image",
         "options.networkPolicy.probe": "network_probe",
         "options.imagePullSecrets": "image_pull_secrets",

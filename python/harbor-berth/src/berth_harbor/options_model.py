@@ -35,6 +35,7 @@ if EnvironmentOptions is not None:
         mirrors: dict[str, str] | None = _help("mirrors")
         egress_image: str | None = _help("egress_image")
         egress_proxy: bool | None = _help("egress_proxy")
+        egress_proxy_image: str | None = _help("egress_proxy_image")
         kubeconfig: str | None = _help("kubeconfig")
         context: str | None = _help("context")
         namespace: str | None = _help("namespace")
