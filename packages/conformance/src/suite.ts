@@ -11,6 +11,7 @@ import { imageCases } from './cases/images.js';
 import { imageBuildCases } from './cases/images-build.js';
 import { lifecycleCases } from './cases/lifecycle.js';
 import { lostCases } from './cases/lost.js';
+import { processCases } from './cases/processes.js';
 import { mountCases } from './cases/mounts.js';
 import { poolCases } from './cases/pool.js';
 import { snapshotCases } from './cases/snapshot.js';
@@ -42,6 +43,7 @@ export function describeBackendConformance(options: ConformanceOptions): void {
     transferCases(h);
     transferAbortCases(h);
     lostCases(h);
+    processCases(h);
     capabilityCases(h);
     allowlistCases(h);
     allowlistTlsCases(h);

@@ -4,6 +4,7 @@ import type { BuildProgress } from './build-spec.js';
 import type { EnvironmentSpec, EnvironmentSpecInput, ImageAuth } from './spec.js';
 import type { StartMark, StartTimings } from './start-timings.js';
 import type { NetworkAllowlist } from './network-allowlist.js';
+import type { AttachOptions, ProcessInfo, SpawnedProcess, SpawnOptions } from './processes.js';
 
 export type { BuildProgress };
 
@@ -194,6 +195,16 @@ export interface Environment extends AsyncDisposable {
    * `networkSwitch` capability (refused at environment() otherwise).
    */
   setNetwork(mode: NetworkMode): Promise<void>;
+  /**
+   * Starts a detached process: it runs on after this call, after its handle is dropped, and until
+   * it ends or the sandbox does (see SpawnedProcess). Its output is kept in the sandbox, so any
+   * later handle (attach()) replays it. A string command runs with /bin/sh -c, as exec's.
+   */
+  spawn(command: string | readonly string[], opts?: SpawnOptions): Promise<SpawnedProcess>;
+  /** A new handle on a detached process of this sandbox (by its id): its earlier output replayed, then live. */
+  attach(id: string, opts?: AttachOptions): Promise<SpawnedProcess>;
+  /** The sandbox's detached processes, running and ended. */
+  processes(): Promise<ProcessInfo[]>;
   /**
    * An image of the sandbox's filesystem as it is now, to start new sandboxes from (`spec.image:
    * snapshot.ref` on this backend): a setup done once (an agent installed, caches warmed) and

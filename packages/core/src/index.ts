@@ -183,3 +183,4 @@ export type {
 } from './trials/types.js';
 export { pooled, type PooledBackend } from './pool/pooled-backend.js';
 export { DEFAULT_MAX_IDLE_MS, MAX_POOL_SIZE } from './kit/pool-options.js';
+export type { AttachOptions, ProcessInfo, SpawnedExit, SpawnedProcess, SpawnOptions } from './processes.js';

@@ -35,6 +35,8 @@ import { StartupLog } from './startup-log.js';
 import { StartClock, observeSpawns } from './start-clock.js';
 import type { StartTimings } from '../start-timings.js';
 import { takeSnapshot } from './take-snapshot.js';
+import { DetachedProcesses } from './detached-processes.js';
+import type { AttachOptions, ProcessInfo, SpawnedProcess, SpawnOptions } from '../processes.js';
 import type { SandboxTransport, StartProgress } from './transport.js';
 
 export interface SandboxEnvironmentOptions {
@@ -89,6 +91,11 @@ export class SandboxEnvironment implements Environment {
   readonly #transport: SandboxTransport;
   readonly #options: SandboxEnvironmentOptions;
   readonly #transfers: Transfers;
+  /** spawn(), attach(), processes(): on this sandbox's exec, for every backend. */
+  readonly #processes = new DetachedProcesses(
+    (command, opts) => this.exec(command, opts),
+    () => ({ backend: this.backend, environmentId: this.id }),
+  );
   /** Whether there is a sandbox to remove, and its removal (see SandboxRemoval for the rule). */
   readonly #removal: SandboxRemoval;
   #phase: EnvironmentPhase = 'created';
@@ -370,6 +377,20 @@ export class SandboxEnvironment implements Environment {
       throw new BackendUnavailableError({ ...this.#ctx('exec'), message: `the ${this.backend} backend never reported how the command ended in ${this.id}` });
     }
     return outcome.result;
+  }
+
+  // ----------------------------------------------------------------------------- detached processes
+
+  spawn(command: string | readonly string[], opts?: SpawnOptions): Promise<SpawnedProcess> {
+    return this.#processes.spawn(command, opts);
+  }
+
+  attach(id: string, opts?: AttachOptions): Promise<SpawnedProcess> {
+    return this.#processes.attach(id, opts);
+  }
+
+  processes(): Promise<ProcessInfo[]> {
+    return this.#processes.list();
   }
 
   // ----------------------------------------------------------------------------- network

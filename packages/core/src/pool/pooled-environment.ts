@@ -13,6 +13,7 @@ import type {
   TransferOptions,
   TransferStats,
 } from '../contract.js';
+import type { AttachOptions, ProcessInfo, SpawnedProcess, SpawnOptions } from '../processes.js';
 import { NEVER_CREATED } from '../contract.js';
 import { ConfigError, type Operation } from '../errors.js';
 import { createEvents } from '../events.js';
@@ -146,6 +147,17 @@ export class PooledEnvironment implements Environment {
 
   async exec(command: string | readonly string[], opts?: ExecOptions): Promise<ExecResult> {
     return this.#ready('exec').exec(command, opts);
+  }
+  spawn(command: string | readonly string[], opts?: SpawnOptions): Promise<SpawnedProcess> {
+    return this.#ready('exec').spawn(command, opts);
+  }
+
+  attach(id: string, opts?: AttachOptions): Promise<SpawnedProcess> {
+    return this.#ready('exec').attach(id, opts);
+  }
+
+  processes(): Promise<ProcessInfo[]> {
+    return this.#ready('exec').processes();
   }
 
   async snapshot(opts?: { signal?: AbortSignal }): Promise<Snapshot> {
