@@ -5,6 +5,7 @@ import type { EnvironmentSpec, EnvironmentSpecInput, ImageAuth } from './spec.js
 import type { StartMark, StartTimings } from './start-timings.js';
 import type { NetworkAllowlist } from './network-allowlist.js';
 import type { AttachOptions, ProcessInfo, SpawnedProcess, SpawnOptions } from './processes.js';
+import type { PortForward } from './ports.js';
 
 export type { BuildProgress };
 
@@ -205,6 +206,13 @@ export interface Environment extends AsyncDisposable {
   attach(id: string, opts?: AttachOptions): Promise<SpawnedProcess>;
   /** The sandbox's detached processes, running and ended. */
   processes(): Promise<ProcessInfo[]>;
+  /**
+   * A local address (127.0.0.1:<port>) that reaches `port` on the sandbox's own 127.0.0.1, e.g. a
+   * server a detached process started. Each connection goes through the backend's exec channel,
+   * so network 'none' still holds (nothing leaves the sandbox's network); needs nc, python3 or
+   * bash in the image. Closed at teardown.
+   */
+  port(port: number): Promise<PortForward>;
   /**
    * An image of the sandbox's filesystem as it is now, to start new sandboxes from (`spec.image:
    * snapshot.ref` on this backend): a setup done once (an agent installed, caches warmed) and

@@ -184,3 +184,4 @@ export type {
 export { pooled, type PooledBackend } from './pool/pooled-backend.js';
 export { DEFAULT_MAX_IDLE_MS, MAX_POOL_SIZE } from './kit/pool-options.js';
 export type { AttachOptions, ProcessInfo, SpawnedExit, SpawnedProcess, SpawnOptions } from './processes.js';
+export type { PortForward } from './ports.js';

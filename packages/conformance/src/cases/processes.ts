@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError, SandboxLostError, type Environment } from '@berth/core';
 import { describe, expect } from 'vitest';
@@ -85,6 +86,50 @@ export function processCases(h: Harness): void {
           await closed.kill('KILL');
           await closed.wait();
         });
+      },
+    });
+
+    h.defineCase({
+      id: 'processes.port',
+      title:
+        "port(n) gives a local address reaching a server a detached process started on the sandbox's 127.0.0.1:n, byte for byte (1 MiB of random bytes), with network 'none' where the backend has it; it refuses after teardown; a bad port is a ConfigError",
+      timeoutMs: 120_000,
+      run: async () => {
+        const offline = h.backend().capabilities.networkModes.includes('none');
+        const env = await h.start(offline ? { network: 'none' } : {});
+        try {
+          await env.exec('mkdir -p /tmp/www && echo hello from inside > /tmp/www/index.html && head -c 1048576 /dev/urandom > /tmp/www/blob');
+          const sum = (await env.exec('sha256sum /tmp/www/blob')).stdout.split(' ')[0];
+          const server = await env.spawn('exec httpd -f -p 127.0.0.1:8080 -h /tmp/www');
+          const forward = await env.port(8080);
+          expect(forward).toMatchObject({ host: '127.0.0.1', remotePort: 8080 });
+          const url = `http://${forward.host}:${forward.port}`;
+          let page = '';
+          await eventually(
+            async () => {
+              page = await fetch(`${url}/index.html`).then(
+                (r) => r.text(),
+                () => '',
+              );
+              return page === 'hello from inside\n';
+            },
+            h.ms(20_000),
+            `the server in the sandbox answered through port(): got ${JSON.stringify(page)}`,
+          );
+          const blob = Buffer.from(await (await fetch(`${url}/blob`)).arrayBuffer());
+          expect(blob.length).toBe(1048576);
+          expect(createHash('sha256').update(blob).digest('hex'), 'the bytes changed on the way').toBe(sum);
+          await h.expectBerthError(env.port(0), ConfigError);
+          await server.kill();
+          await env.teardown();
+          const after = await fetch(`${url}/index.html`).then(
+            () => 'answered',
+            (e: { cause?: { code?: string } }) => e.cause?.code ?? 'failed',
+          );
+          expect(after, 'the forward still answered after teardown').toBe('ECONNREFUSED');
+        } finally {
+          await env.teardown();
+        }
       },
     });
 

@@ -36,6 +36,8 @@ import { StartClock, observeSpawns } from './start-clock.js';
 import type { StartTimings } from '../start-timings.js';
 import { takeSnapshot } from './take-snapshot.js';
 import { DetachedProcesses } from './detached-processes.js';
+import { PortForwards } from './port-forwards.js';
+import type { PortForward } from '../ports.js';
 import type { AttachOptions, ProcessInfo, SpawnedProcess, SpawnOptions } from '../processes.js';
 import type { SandboxTransport, StartProgress } from './transport.js';
 
@@ -96,6 +98,8 @@ export class SandboxEnvironment implements Environment {
     (command, opts) => this.exec(command, opts),
     () => ({ backend: this.backend, environmentId: this.id }),
   );
+  /** port(): local listeners relayed over exec, closed at teardown. */
+  readonly #ports = new PortForwards((command, opts) => this.exec(command, opts));
   /** Whether there is a sandbox to remove, and its removal (see SandboxRemoval for the rule). */
   readonly #removal: SandboxRemoval;
   #phase: EnvironmentPhase = 'created';
@@ -264,6 +268,7 @@ export class SandboxEnvironment implements Environment {
   async teardown(opts: { signal?: AbortSignal } = {}): Promise<TeardownResult> {
     this.#closed = true;
     clearTimeout(this.#lifetimeTimer);
+    await this.#ports.closeAll();
     this.#teardown ??= (async () => {
       // Let an in-flight start finish (or fail) first, so its sandbox is not left behind.
       if (this.#starting) await this.#starting.catch(() => undefined);
@@ -391,6 +396,11 @@ export class SandboxEnvironment implements Environment {
 
   processes(): Promise<ProcessInfo[]> {
     return this.#processes.list();
+  }
+
+  async port(port: number): Promise<PortForward> {
+    this.#usable('exec');
+    return this.#ports.open(port, { backend: this.backend, environmentId: this.id });
   }
 
   // ----------------------------------------------------------------------------- network

@@ -14,6 +14,7 @@ import type {
   TransferStats,
 } from '../contract.js';
 import type { AttachOptions, ProcessInfo, SpawnedProcess, SpawnOptions } from '../processes.js';
+import type { PortForward } from '../ports.js';
 import { NEVER_CREATED } from '../contract.js';
 import { ConfigError, type Operation } from '../errors.js';
 import { createEvents } from '../events.js';
@@ -158,6 +159,10 @@ export class PooledEnvironment implements Environment {
 
   processes(): Promise<ProcessInfo[]> {
     return this.#ready('exec').processes();
+  }
+
+  port(port: number): Promise<PortForward> {
+    return this.#ready('exec').port(port);
   }
 
   async snapshot(opts?: { signal?: AbortSignal }): Promise<Snapshot> {
