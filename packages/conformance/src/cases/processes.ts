@@ -43,7 +43,7 @@ export function processCases(h: Harness): void {
           expect(await env.processes()).toEqual([expect.objectContaining({ id: first.id, running: false, exitCode: 143 })]);
           // A short replay: only the tail of what it printed.
           const tail = await env.attach(first.id, { replayBytes: 7 });
-          expect((await tail.wait()).stdout).toMatch(/^tick \d+\n$|^ck \d+\n$|^\d+\n$/);
+          expect((await tail.wait()).stdout).toBe(exit.stdout.slice(-7));
         });
       },
     });

@@ -41,19 +41,39 @@ export class DetachedProcesses {
     const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : [...command];
     if (argv.length === 0) throw this.#config('command', 'spawn: command is empty: give a string or a non-empty argv');
     const id = `p-${randomBytes(6).toString('hex')}`;
-    const run = await this.#exec(sh(SPAWN_SCRIPT, dirOf(id), opts.stdin ? '1' : '0', ...argv), {
-      ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
-      ...(opts.user !== undefined ? { user: opts.user } : {}),
-      ...(opts.env !== undefined ? { env: opts.env } : {}),
-      timeoutMs: 30_000,
-    });
-    if (run.exitCode !== 0) {
+    // One exec starts the supervisor and then follows its output; its first line says it runs.
+    let launched!: () => void;
+    const running = new Promise<void>((resolve) => (launched = resolve));
+    let marker: Buffer | undefined = Buffer.alloc(0);
+    const watch = (detached: AbortSignal, out: (chunk: Uint8Array) => void, err: (chunk: Uint8Array) => void) =>
+      this.#exec(sh(SPAWN_SCRIPT, dirOf(id), opts.stdin ? '1' : '0', ...argv), {
+        ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+        ...(opts.user !== undefined ? { user: opts.user } : {}),
+        ...(opts.env !== undefined ? { env: opts.env } : {}),
+        signal: detached,
+        maxOutputBytes: 1,
+        onStdout: (chunk) => {
+          if (marker === undefined) return out(chunk);
+          marker = Buffer.concat([marker, chunk]);
+          const nl = marker.indexOf(10);
+          if (nl < 0) return;
+          const rest = marker.subarray(nl + 1);
+          marker = undefined;
+          launched();
+          if (rest.length > 0) out(rest);
+        },
+        onStderr: err,
+      });
+    const handle = this.#follow(id, argv, { onStdout: opts.onStdout, onStderr: opts.onStderr, replayBytes: -1 }, opts.stdin === true, watch);
+    const started = await Promise.race([running.then(() => undefined), handle.watching]);
+    if (started !== undefined) {
+      const run = started;
       throw new BackendUnavailableError({
         ...this.#ctx('exec'),
-        message: `spawn: the process's supervisor did not start in ${this.#where().environmentId} (exit ${run.exitCode}${run.timedOut ? ', timed out' : ''}: ${(run.stderr || run.stdout).trim().slice(-300)}); it needs /bin/sh and a writable ${PROCESS_ROOT}`,
+        message: `spawn: the process's supervisor did not start in ${this.#where().environmentId} (exit ${run.exitCode}${run.timedOut ? ', timed out' : ''}: ${run.stderr.trim().slice(-300)}); it needs /bin/sh and a writable ${PROCESS_ROOT}`,
       });
     }
-    return this.#follow(id, argv, { onStdout: opts.onStdout, onStderr: opts.onStderr, replayBytes: -1 }, opts.stdin === true);
+    return handle.process;
   }
 
   async attach(id: string, opts: AttachOptions = {}): Promise<SpawnedProcess> {
@@ -62,7 +82,7 @@ export class DetachedProcesses {
     if (!found) throw this.#config('id', `attach: no process ${id} in ${this.#where().environmentId} (processes() lists them)`);
     const replay = opts.replayBytes ?? DEFAULT_REPLAY;
     if (!Number.isInteger(replay) || replay < 0) throw this.#config('opts.replayBytes', `attach: replayBytes is ${replay}: a whole number of bytes >= 0`);
-    return this.#follow(id, found.command, { onStdout: opts.onStdout, onStderr: opts.onStderr, replayBytes: replay }, true);
+    return this.#follow(id, found.command, { onStdout: opts.onStdout, onStderr: opts.onStderr, replayBytes: replay }, true).process;
   }
 
   async list(): Promise<ProcessInfo[]> {
@@ -83,24 +103,29 @@ export class DetachedProcesses {
     command: readonly string[],
     opts: { onStdout?: ((c: Uint8Array) => void) | undefined; onStderr?: ((c: Uint8Array) => void) | undefined; replayBytes: number },
     stdin: boolean,
-  ): SpawnedProcess {
+    started?: (detached: AbortSignal, out: (chunk: Uint8Array) => void, err: (chunk: Uint8Array) => void) => Promise<ExecResult>,
+  ): { process: SpawnedProcess; watching: Promise<ExecResult> } {
     const detached = new AbortController();
     const stdout = new TailBuffer(KEPT_OUTPUT);
     const stderr = new TailBuffer(KEPT_OUTPUT);
     const dir = dirOf(id);
-    const watching = this.#exec(sh(WATCH_SCRIPT, dir, String(opts.replayBytes), String(opts.replayBytes)), {
-      signal: detached.signal,
-      // Kept here (the tail, for wait()), not twice in exec's result.
-      maxOutputBytes: 1,
-      onStdout: (chunk) => {
-        stdout.push(chunk);
-        opts.onStdout?.(chunk);
-      },
-      onStderr: (chunk) => {
-        stderr.push(chunk);
-        opts.onStderr?.(chunk);
-      },
-    });
+    const out = (chunk: Uint8Array) => {
+      stdout.push(chunk);
+      opts.onStdout?.(chunk);
+    };
+    const err = (chunk: Uint8Array) => {
+      stderr.push(chunk);
+      opts.onStderr?.(chunk);
+    };
+    const watching = started
+      ? started(detached.signal, out, err)
+      : // Output kept here (the tail, for wait()), not twice in exec's result.
+        this.#exec(sh(WATCH_SCRIPT, dir, String(opts.replayBytes), String(opts.replayBytes)), {
+          signal: detached.signal,
+          maxOutputBytes: 1,
+          onStdout: out,
+          onStderr: err,
+        });
     const ended = watching.then(async (watch): Promise<SpawnedExit> => {
       if (watch.exitCode === NO_SUCH) throw this.#gone(id);
       const exit = await this.#exec(sh(EXIT_SCRIPT, dir), { timeoutMs: 30_000 });
@@ -121,7 +146,7 @@ export class DetachedProcesses {
           message: `${what} on process ${id} failed (exit ${run.exitCode}): ${run.stderr.trim().slice(-300)}`,
         });
     };
-    return {
+    const process: SpawnedProcess = {
       id,
       command,
       wait: () => ended,
@@ -141,6 +166,7 @@ export class DetachedProcesses {
         if (!detached.signal.aborted) detached.abort(cancelledFrom(new AbortController().signal, this.#ctx('exec')));
       },
     };
+    return { process, watching };
   }
 
   #ctx(operation: 'exec') {

@@ -2,14 +2,36 @@
 // exec on every backend: the state of a process is a directory of the sandbox's, so any handle
 // (another one, another runner's) finds it there and nothing outlives the sandbox.
 
+import { EXEC_MARKER } from './process-tree.js';
+
 /** Where detached processes keep their state: one directory per process, named by its id. */
 export const PROCESS_ROOT = '/tmp/.berth-proc';
+
+/** The line spawn's exec prints once the supervisor runs, before the process's output. */
+export const SPAWNED = 'berth-spawned';
+
+/**
+ * With $d the directory and $2 $3 how much of each stream to replay (bytes from its end; -1: all):
+ * copies each output file's new bytes to this exec's stdout and stderr (every 0.02 s for the first
+ * half second, then every 0.1 s), and ends once the process ended (its exit written, or its
+ * supervisor gone) and everything is copied.
+ */
+const WATCH_BODY = `start() { n=$(wc -c < "$1"); if [ "$2" -lt 0 ] || [ "$2" -ge "$n" ]; then echo 0; else echo $((n - $2)); fi; }
+o=$(start "$d/stdout" "$2"); e=$(start "$d/stderr" "$3"); k=0
+while :; do
+  over=0; if [ -f "$d/exit" ] || [ ! -d "/proc/$(cat "$d/pid")" ]; then over=1; fi
+  n=$(wc -c < "$d/stdout"); if [ "$n" -gt "$o" ]; then tail -c +$((o + 1)) "$d/stdout" | head -c $((n - o)); o=$n; fi
+  n=$(wc -c < "$d/stderr"); if [ "$n" -gt "$e" ]; then tail -c +$((e + 1)) "$d/stderr" | head -c $((n - e)) >&2; e=$n; fi
+  [ $over = 1 ] && exit 0
+  k=$((k + 1)); if [ $k -lt 25 ]; then sleep 0.02; else sleep 0.1; fi
+done`;
 
 /**
  * argv: the process's directory, 1 or 0 (stdin kept open), then its command. A supervisor (its
  * own session where `setsid` exists) writes its pid, runs the command with its output in files
- * (stdin a FIFO held open by a keeper until end()), then writes its exit status; the exec returns
- * once the supervisor's pid is written.
+ * (stdin a FIFO held open by a keeper until end()), then writes its exit status. Once the
+ * supervisor's pid is written this exec prints SPAWNED, then follows the output as WATCH_SCRIPT
+ * does (one exec, not two: the first output comes sooner).
  */
 export const SPAWN_SCRIPT = `d="$1"; s="$2"; shift 2
 mkdir -p ${PROCESS_ROOT} && chmod 1777 ${PROCESS_ROOT} 2>/dev/null
@@ -22,27 +44,18 @@ if [ "$s" = 1 ]; then sleep 2147483647 > "$d/stdin" & echo $! > "$d/keeper"; "$@
 c=$!; echo $c > "$d/child"; wait $c; code=$?
 [ -f "$d/keeper" ] && kill "$(cat "$d/keeper")" 2>/dev/null
 echo $code > "$d/exit.new"; mv "$d/exit.new" "$d/exit"'
-if command -v setsid >/dev/null 2>&1; then setsid sh -c "$run" berth-proc "$d" "$s" "$@" < /dev/null > /dev/null 2>&1 &
-else nohup sh -c "$run" berth-proc "$d" "$s" "$@" < /dev/null > /dev/null 2>&1 & fi
-i=0; while [ ! -s "$d/pid" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
-[ -s "$d/pid" ] || exit 92`;
+# In a subshell that exits at once, without this exec's ${EXEC_MARKER}: the supervisor is not in
+# this exec's process tree, so ending this exec (a handle's detach(), its abort) leaves it running.
+if command -v setsid >/dev/null 2>&1; then (unset ${EXEC_MARKER}; setsid sh -c "$run" berth-proc "$d" "$s" "$@" < /dev/null > /dev/null 2>&1 &)
+else (unset ${EXEC_MARKER}; nohup sh -c "$run" berth-proc "$d" "$s" "$@" < /dev/null > /dev/null 2>&1 &) fi
+i=0; while [ ! -s "$d/pid" ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done
+[ -s "$d/pid" ] || exit 92
+echo ${SPAWNED}; set -- "$d" -1 -1
+${WATCH_BODY}`;
 
-/**
- * argv: the directory, then how much of each stream to replay (bytes from its end; -1: all).
- * Copies each output file's new bytes to this exec's stdout and stderr every 0.1 s, and ends once
- * the process ended (its exit written, or its supervisor gone) and everything is copied; then
- * prints nothing more. Exit 93: no such process.
- */
+/** argv: the directory, then the replay of each stream (see WATCH_BODY). Exit 93: no such process. */
 export const WATCH_SCRIPT = `d="$1"; [ -d "$d" ] || exit 93
-start() { n=$(wc -c < "$1"); if [ "$2" -lt 0 ] || [ "$2" -ge "$n" ]; then echo 0; else echo $((n - $2)); fi; }
-o=$(start "$d/stdout" "$2"); e=$(start "$d/stderr" "$3")
-while :; do
-  over=0; if [ -f "$d/exit" ] || [ ! -d "/proc/$(cat "$d/pid")" ]; then over=1; fi
-  n=$(wc -c < "$d/stdout"); if [ "$n" -gt "$o" ]; then tail -c +$((o + 1)) "$d/stdout" | head -c $((n - o)); o=$n; fi
-  n=$(wc -c < "$d/stderr"); if [ "$n" -gt "$e" ]; then tail -c +$((e + 1)) "$d/stderr" | head -c $((n - e)) >&2; e=$n; fi
-  [ $over = 1 ] && exit 0
-  sleep 0.1
-done`;
+${WATCH_BODY}`;
 
 /** argv: the directory. Prints its exit status, or nothing when its supervisor ended without one. Exit 93: no such process. */
 export const EXIT_SCRIPT = `d="$1"; [ -d "$d" ] || exit 93; [ -f "$d/exit" ] && cat "$d/exit"; exit 0`;
