@@ -47,7 +47,7 @@ echo $code > "$d/exit.new"; mv "$d/exit.new" "$d/exit"'
 # In a subshell that exits at once, without this exec's ${EXEC_MARKER}: the supervisor is not in
 # this exec's process tree, so ending this exec (a handle's detach(), its abort) leaves it running.
 if command -v setsid >/dev/null 2>&1; then (unset ${EXEC_MARKER}; setsid sh -c "$run" berth-proc "$d" "$s" "$@" < /dev/null > /dev/null 2>&1 &)
-else (unset ${EXEC_MARKER}; nohup sh -c "$run" berth-proc "$d" "$s" "$@" < /dev/null > /dev/null 2>&1 &) fi
+else (unset ${EXEC_MARKER}; sh -c "$run" berth-proc "$d" "$s" "$@" < /dev/null > /dev/null 2>&1 &) fi
 i=0; while [ ! -s "$d/pid" ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done
 [ -s "$d/pid" ] || exit 92
 echo ${SPAWNED}; set -- "$d" -1 -1
